@@ -1,0 +1,1 @@
+"""Blackwell serving-failure knowledge base: records -> validated cells -> pages, search, exports."""

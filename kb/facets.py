@@ -1,0 +1,92 @@
+"""How cells are grouped for browsing: the facets, their display names and URL keys.
+
+Data only; `kb.pages` turns it into index pages and `kb.search` into search filters.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+STATUS_NAMES = {
+    "fixed-release": "Fixed in a release",
+    "fixed-main": "Fixed on main only",
+    "fix-proposed": "Fix proposed (open PR)",
+    "workaround-only": "Workaround only",
+    "device-limit": "Device limit (no fix possible)",
+    "under-investigation": "Under investigation",
+}
+
+SYMPTOM_NAMES = {
+    "out-of-memory": "Out of memory",
+    "crash": "Crash / Xid",
+    "hang": "Hang",
+    "wrong-output": "Wrong or nondeterministic output",
+    "startup-failure": "Startup failure",
+    "performance": "Performance",
+}
+
+PACKAGE_NAMES = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "flashinfer": "FlashInfer",
+    "cutlass": "CUTLASS",
+    "triton": "Triton",
+    "cudnn": "cuDNN",
+    "torch": "PyTorch",
+    "tensorrt-llm": "TensorRT-LLM",
+    "sgl-kernel": "sgl-kernel",
+    "cuda": "CUDA",
+    "nvidia-driver": "NVIDIA driver",
+}
+
+ARCH_NAMES = {"sm_120": "sm_120 (RTX PRO 6000 / 5000, RTX 50xx)", "sm_121": "sm_121 (GB10, DGX Spark)"}
+
+KIND_NAMES = {"exception": "exception", "log-line": "log line", "kernel-message": "kernel message",
+              "symptom": "symptom"}
+
+
+def key(value: str) -> str:
+    """URL key of a facet value: lowercase words joined by hyphens."""
+    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "other"
+
+
+def package_name(package: str) -> str:
+    return PACKAGE_NAMES.get(package, package)
+
+
+def repository(url: str) -> str:
+    """'owner/repo' of a GitHub link, else the host."""
+    parsed = urlparse(url)
+    parts = [p for p in parsed.path.split("/") if p]
+    if parsed.hostname == "github.com" and len(parts) >= 2:
+        return f"{parts[0]}/{parts[1]}"
+    return parsed.hostname or url
+
+
+# facet -> (title of its overview page, function cell -> [(value key, display name)])
+def values(facet: str, entry) -> list[tuple[str, str]]:
+    if facet == "gpu":
+        return [(key(g), g) for g in entry.hardware.gpus]
+    if facet == "architecture":
+        return [(a.replace("_", "-"), ARCH_NAMES[a]) for a in entry.hardware.architectures]
+    if facet == "component":
+        return [(key(c.package), package_name(c.package)) for c in entry.components]
+    if facet == "symptom":
+        return [(s, SYMPTOM_NAMES[s]) for s in entry.symptoms]
+    if facet == "status":
+        return [(entry.status.state, STATUS_NAMES[entry.status.state])]
+    if facet == "upstream":
+        repos = {repository(link.url) for link in entry.upstream}
+        return [(key(r), r) for r in sorted(repos)]
+    raise KeyError(facet)
+
+
+FACETS = {
+    "gpu": "By GPU",
+    "architecture": "By architecture",
+    "component": "By component",
+    "symptom": "By symptom",
+    "status": "By status",
+    "upstream": "By upstream repository",
+}

@@ -1,0 +1,334 @@
+"""Stage 2, validate: the record of one cell, as pydantic models.
+
+A cell lives in `kb/entries/<id>.yaml`; its id is the file stem and is never written inside.
+Field rules that a single value can break carry their stable rule code (`KB0xx`, see
+`kb.rules`) as the pydantic error type, so the linter reports them with file, line and field.
+Rules across records (unknown related ids, shared signatures) live in `kb.lint`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from typing import Annotated, Literal, Union
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+
+# Where an upstream link may point: public trackers, by kind of link.
+_GITHUB = r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
+LINK_FORMS = {
+    "issue": re.compile(_GITHUB + r"/issues/\d+(#[A-Za-z0-9_-]+)?$"),
+    "pr": re.compile(_GITHUB + r"/pull/\d+(#[A-Za-z0-9_-]+)?$"),
+    "commit": re.compile(_GITHUB + r"/commit/[0-9a-f]{7,40}$"),
+    "release": re.compile(_GITHUB + r"/releases/tag/[A-Za-z0-9_.+-]+$"),
+    "doc": re.compile(
+        r"https://(docs\.nvidia\.com|docs\.vllm\.ai|docs\.flashinfer\.ai|docs\.sglang\.ai|pytorch\.org"
+        r"|docs\.pytorch\.org|triton-lang\.org|nvidia\.github\.io|developer\.nvidia\.com"
+        r"|forums\.developer\.nvidia\.com|github\.com)/[^\s<>\"']*$"
+    ),
+}
+ANY_SOURCE = re.compile(
+    "|".join(f"(?:{form.pattern.rstrip('$')})" for form in LINK_FORMS.values()) + "$"
+)
+
+_BIDI = {"\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
+         "\u200e", "\u200f", "\u061c"}
+
+
+def _fail(code: str, message: str, **ctx):
+    raise PydanticCustomError(code, message, ctx)
+
+
+def _no_controls(value: str, allow_newlines: bool) -> str:
+    for ch in value:
+        if ch in _BIDI:
+            _fail("KB031", "must not contain bidirectional control character U+{cp}; type the text plainly",
+                  cp=f"{ord(ch):04X}")
+        if unicodedata.category(ch) == "Cc" and not (allow_newlines and ch == "\n"):
+            if ch == "\t" and allow_newlines:
+                continue
+            _fail("KB031", "must not contain control character U+{cp}", cp=f"{ord(ch):04X}")
+    return value
+
+
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+_RAW_HTML = re.compile(r"<[A-Za-z/!?]")
+_LINK_TARGET = re.compile(r"\]\(\s*([^)\s]*)")
+
+
+def _no_markup(value: str) -> None:
+    """No raw HTML, and links (if any) https only: what a contributor writes is shown as text."""
+    prose = _CODE.sub("", value)
+    match = _RAW_HTML.search(prose)
+    if match:
+        _fail("KB042", "raw HTML is not allowed in prose; put code in `backticks` (found {html})",
+              html=repr(prose[match.start(): match.start() + 12]))
+    for target in _LINK_TARGET.findall(prose):
+        if not target.startswith("https://"):
+            _fail("KB043", "Markdown links must be https:// URLs (found {target})", target=repr(target[:60]))
+
+
+def _text(value: str) -> str:
+    """Plain words on one line."""
+    if not value.strip():
+        _fail("KB025", "must not be empty or only whitespace")
+    if value != value.strip():
+        _fail("KB026", "must not start or end with whitespace")
+    _no_controls(value, allow_newlines=False)
+    _no_markup(value)
+    return value
+
+
+def _markdown(value: str) -> str:
+    """Markdown prose without raw HTML, links https only."""
+    if not value.strip():
+        _fail("KB025", "must not be empty or only whitespace")
+    _no_controls(value, allow_newlines=True)
+    _no_markup(value)
+    return value
+
+
+def _literal(value: str) -> str:
+    """A literal error string, exactly as it is printed."""
+    if not value.strip():
+        _fail("KB025", "must not be empty or only whitespace")
+    if "\t" in value:
+        _fail("KB030", "literal text must not contain tabs; copy the line with spaces as printed")
+    if value != value.strip():
+        _fail("KB030", "literal text must not start or end with spaces; trim the copied line")
+    if "\n" in value:
+        _fail("KB030", "literal text must be one line; keep the line people search for")
+    return _no_controls(value, allow_newlines=False)
+
+
+def _full_date(value: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        _fail("KB034", "must be a date written YYYY-MM-DD")
+    try:
+        day = dt.date.fromisoformat(value)
+    except ValueError:
+        _fail("KB034", "is not a real calendar date")
+    if day > dt.date.today():
+        _fail("KB034", "date is in the future")
+    return value
+
+
+def _as_of(value: str) -> str:
+    """The day (or, when the source gives no day, the month) a claim was read from its source."""
+    if re.fullmatch(r"\d{4}-\d{2}", value):
+        try:
+            month = dt.date.fromisoformat(value + "-01")
+        except ValueError:
+            _fail("KB034", "is not a real month")
+        if month > dt.date.today():
+            _fail("KB034", "date is in the future")
+        return value
+    return _full_date(value)
+
+
+def _specifier(value: str) -> str:
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        _fail("KB035", "is not a PEP 440 version specifier such as '>=0.25.1,<0.26'")
+    if not value.strip():
+        _fail("KB025", "must not be empty or only whitespace")
+    return value
+
+
+def _version(value: str) -> str:
+    try:
+        Version(value)
+    except InvalidVersion:
+        _fail("KB035", "is not a PEP 440 version such as '0.6.18.post1'")
+    return value
+
+
+def _source(value: str) -> str:
+    if not value.startswith("https://"):
+        _fail("KB033", "must be an https:// link to a public tracker")
+    if not ANY_SOURCE.match(value):
+        _fail("KB033", "must link a public tracker: a GitHub issue, pull request, commit, release or a known docs site")
+    return value
+
+
+Text = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_text)]
+LongText = Annotated[str, Field(min_length=1, max_length=1200), AfterValidator(_text)]
+Markdown = Annotated[str, Field(min_length=1, max_length=12000), AfterValidator(_markdown)]
+Literal_ = Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_literal)]
+FullDate = Annotated[str, Field(max_length=10), AfterValidator(_full_date)]
+AsOf = Annotated[str, Field(max_length=10), AfterValidator(_as_of)]
+Specifier = Annotated[str, Field(max_length=120), AfterValidator(_specifier)]
+VersionStr = Annotated[str, Field(max_length=60), AfterValidator(_version)]
+SourceUrl = Annotated[str, Field(max_length=300), AfterValidator(_source)]
+Package = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=40)]
+CellId = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
+Number = Union[int, float]
+
+SymptomClass = Literal["out-of-memory", "crash", "hang", "wrong-output", "startup-failure", "performance"]
+StatusState = Literal["fixed-release", "fixed-main", "fix-proposed", "workaround-only", "device-limit",
+                      "under-investigation"]
+Arch = Literal["sm_120", "sm_121"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Signature(Record):
+    text: Literal_
+    kind: Literal["exception", "log-line", "kernel-message", "symptom"]
+    note: Text | None = None
+
+
+class Hardware(Record):
+    architectures: list[Arch] = Field(min_length=1, max_length=4)
+    gpus: list[Text] = Field(min_length=1, max_length=20)
+
+
+class Component(Record):
+    package: Package
+    role: Literal["raises", "triggers", "involved"]
+    affected: Specifier | None = None
+    fixed_in: VersionStr | None = None
+    fixed_commit: Annotated[str, Field(pattern=r"^[0-9a-f]{7,40}$")] | None = None
+    note: Text | None = None
+
+
+class Status(Record):
+    state: StatusState
+    as_of: AsOf
+    source: SourceUrl
+
+
+class Conditions(Record):
+    hardware: Text
+    versions: dict[Package, Annotated[str, Field(min_length=1, max_length=60), AfterValidator(_text)]] = {}
+    flags: list[Text] = Field(default=[], max_length=20)
+
+
+class Point(Record):
+    x: Number | Text
+    value: Number
+    label: Text | None = None
+
+
+class Series(Record):
+    x: Text
+    x_unit: Text | None = None
+    rows: list[Point] = Field(min_length=2, max_length=200)
+
+
+class Measurement(Record):
+    quantity: Text
+    unit: Text
+    value: Number | None = None
+    series: Series | None = None
+    conditions: Conditions
+    source: SourceUrl
+    as_of: AsOf
+    note: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.value is None) == (self.series is None):
+            _fail("KB027", "a measurement has exactly one of 'value' (a single number) or 'series' (rows)")
+        return self
+
+
+class Remedy(Record):
+    kind: Literal["version-upgrade", "flag", "env-var", "config", "patch"]
+    what: Text
+    note: LongText | None = None
+    package: Package | None = None
+    applies: Specifier | None = None
+    source: SourceUrl
+    as_of: AsOf
+
+
+_LINK_STATES = {"issue": {"open", "closed"}, "pr": {"open", "closed", "merged"},
+                "commit": {"merged", "published"}, "release": {"published"}, "doc": {"published"}}
+
+
+class Link(Record):
+    kind: Literal["issue", "pr", "commit", "release", "doc"]
+    url: Annotated[str, Field(max_length=300)]
+    state: Literal["open", "closed", "merged", "published"]
+    as_of: AsOf
+    title: Text | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _form(cls, url: str, info: ValidationInfo) -> str:
+        if not url.startswith("https://"):
+            _fail("KB033", "must be an https:// link to a public tracker")
+        kind = info.data.get("kind")
+        if kind and not LINK_FORMS[kind].match(url):
+            _fail("KB033", "is not the URL form of a link of kind '{kind}' on a known public tracker", kind=kind)
+        return url
+
+    @field_validator("state")
+    @classmethod
+    def _state_fits(cls, state: str, info: ValidationInfo) -> str:
+        kind = info.data.get("kind")
+        if kind and state not in _LINK_STATES[kind]:
+            _fail("KB028", "state '{state}' does not fit a link of kind '{kind}' (one of {allowed})",
+                  state=state, kind=kind, allowed=", ".join(sorted(_LINK_STATES[kind])))
+        return state
+
+
+class Claim(Record):
+    says: LongText
+    source: SourceUrl | Literal["seed"]
+    as_of: AsOf
+    confirmed: bool
+
+
+class Related(Record):
+    id: CellId
+    how: Literal["same-root-number", "look-alike", "same-component", "same-symptom"]
+    note: LongText | None = None
+
+
+class Entry(Record):
+    """One cell: a failure, how to recognise it, why it happens, and what to do."""
+
+    title: Text
+    summary: LongText
+    symptoms: list[SymptomClass] = Field(min_length=1, max_length=6)
+    status: Status
+    signatures: list[Signature] = Field(min_length=1, max_length=20)
+    hardware: Hardware
+    components: list[Component] = Field(min_length=1, max_length=20)
+    mechanism: Markdown
+    measurements: list[Measurement] = Field(default=[], max_length=50)
+    fixes: list[Remedy] = Field(default=[], max_length=20)
+    workarounds: list[Remedy] = Field(default=[], max_length=20)
+    upstream: list[Link] = Field(min_length=1, max_length=40)
+    claims: list[Claim] = Field(default=[], max_length=20)
+    related: list[Related] = Field(default=[], max_length=40)
+    published: FullDate
+    updated: FullDate
+
+    @field_validator("updated")
+    @classmethod
+    def _dates_in_order(cls, updated: str, info: ValidationInfo) -> str:
+        published = info.data.get("published")
+        if published and updated < published:
+            _fail("KB039", "'updated' ({updated}) is before 'published' ({published})",
+                  updated=updated, published=published)
+        return updated
+
+
+def json_schema() -> dict:
+    """The JSON Schema of an entry file, for editors (`kb schema`)."""
+    schema = Entry.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "Blackwell serving failure cell (kb/entries/<id>.yaml)"
+    return schema
