@@ -175,6 +175,9 @@ def check(paths: list[Path]) -> Result:
     first_path: dict[str, Path] = {}
     for path in files:
         cell_id = path.stem
+        if not path.exists():
+            problems.append(Problem(path, 1, "(file)", "no such file or folder", "KB001"))
+            continue
         if path.suffix != ".yaml" or not re.fullmatch(ID_PATTERN, cell_id):
             problems.append(Problem(path, 1, "(file name)",
                                     "entry files are named <id>.yaml, the id lowercase words, digits and hyphens",
