@@ -5,6 +5,7 @@ All generation lives in `kb/`; this file only maps it onto mkdocs events.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -16,7 +17,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb import lint, search
+from kb import lint, match, search
 from kb.pages import Renderer, Site
 
 log = logging.getLogger("mkdocs.hooks.kb")
@@ -33,7 +34,8 @@ def on_config(config):
         raise PluginError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")
     renderer = Renderer(Site(result.cells))
     pages = {page.src: page for page in renderer.all_pages()}
-    _state.update(renderer=renderer, pages=pages)
+    patterns = json.dumps(match.export(match.rules(result.cells)), indent=1, sort_keys=True, ensure_ascii=False)
+    _state.update(renderer=renderer, pages=pages, patterns=patterns)
     log.info("kb: %d cells -> %d pages in %.2fs", len(result.cells), len(pages), time.perf_counter() - started)
     return config
 
@@ -42,6 +44,7 @@ def on_config(config):
 def on_files(files, config):
     for src in _state["pages"]:
         files.append(File.generated(config, src, content=""))
+    files.append(File.generated(config, "triage/patterns.json", content=_state["patterns"]))
     return files
 
 

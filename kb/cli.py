@@ -37,6 +37,42 @@ def _build(args) -> int:
     return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url)
 
 
+def _match(args) -> int:
+    from kb import match
+
+    result = lint.check([Path(args.entries)])
+    if result.problems:
+        for problem in result.problems:
+            print(problem.format(), file=sys.stderr)
+        print("the entries have problems; run `kb check`", file=sys.stderr)
+        return 2
+    matcher = match.Matcher(match.rules(result.cells))
+    try:
+        if args.file == "-":
+            hits = matcher.scan(sys.stdin.buffer)
+        else:
+            with open(args.file, "rb") as stream:
+                hits = matcher.scan(stream)
+    except OSError as exc:
+        print(f"kb match: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    base = args.site_url.rstrip("/") + "/" if args.site_url else ""
+    if args.json:
+        out = [hit.as_json() | {"url": base + hit.url} for hit in hits]
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    elif not hits:
+        print("no known cell matches this log")
+    else:
+        for rank, hit in enumerate(hits, 1):
+            print(f"{rank}. {hit.title} [{hit.entry}] score {hit.score}")
+            print(f"   {base}{hit.url}")
+            for number in hit.lines[:5]:
+                print(f"   line {number}: {hit.texts[number][:200]}")
+            if len(hit.lines) > 5:
+                print(f"   ... and {len(hit.lines) - 5} more line(s)")
+    return 0 if hits else 1
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kb", description="Blackwell serving-failure knowledge base")
     sub = top.add_subparsers(dest="command", required=True)
@@ -54,6 +90,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
     p.add_argument("--site-url", help="public URL of the site, e.g. https://example.org/sub/path/")
     p.set_defaults(run=_build)
+
+    p = sub.add_parser("match", help="find the cells a log shows (exit 0 matches, 1 none, 2 unreadable)")
+    p.add_argument("file", help="log file, or - for standard input")
+    p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url}]")
+    p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/")
+    p.set_defaults(run=_match)
     return top
 
 

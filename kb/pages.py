@@ -19,7 +19,7 @@ import markdown as markdown_lib
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from kb import facets
+from kb import charts, facets, freshness, matrix
 from kb.lint import Cell
 from kb.slug import slug
 
@@ -95,10 +95,11 @@ class Site:
     def page_urls(self) -> list[str]:
         """Every URL this site publishes for its cells and indexes, sorted."""
         urls = {string_url(text) for text in self.owners}
-        urls.add("by/")
+        urls.update({"by/", "triage/"})
         for facet, groups in self.facet_index.items():
             urls.add(facet_url(facet))
             urls.update(facet_url(facet, value) for value in groups)
+        urls.update((matrix.URL, freshness.URL))
         return sorted(urls)
 
 
@@ -114,6 +115,7 @@ class Renderer:
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
             package_name=facets.package_name, repository=facets.repository,
         )
+        self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
 
     def _markdown(self, text: str) -> Markup:
         # The schema refuses raw HTML in prose, so the HTML here is only what Markdown makes.
@@ -160,6 +162,11 @@ class Renderer:
                                                cells=cells), "index"))
         return pages
 
+    def triage(self) -> Page:
+        return Page("triage/", "Triage a log", "Paste a whole log and get the cells that match it; "
+                    "matching runs in your browser and nothing is uploaded.",
+                    self._render("triage.html", "triage/"), "index")
+
     def newest(self, here: str = "") -> str:
         return self._render("newest.html", here, cells=self.site.newest())
 
@@ -167,4 +174,6 @@ class Renderer:
         pages = [self.cell(cell) for cell in self.site.cells]
         pages += [p for text in sorted(self.site.owners) if (p := self.string_page(text)) is not None]
         pages += self.indexes()
+        pages.append(self.triage())
+        pages += [matrix.page(self), freshness.page(self)]
         return pages

@@ -51,6 +51,8 @@ RULES = {rule.code: rule for rule in [
     Rule("KB041", "unique-url", "Two different signature texts never share one URL slug."),
     Rule("KB042", "no-raw-html", "Markdown prose has no raw HTML; code goes in backticks."),
     Rule("KB043", "https-links", "Links inside Markdown prose are https URLs."),
+    Rule("KB044", "placeholder-grammar", "A signature's match pattern uses only the placeholders {int} {num} {hex} {size} {path} {pid} {id} {rest}, never touching, {rest} last."),
+    Rule("KB045", "pattern-fits-text", "A signature's match pattern matches the signature's own literal text."),
 ]}
 
 

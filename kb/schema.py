@@ -181,10 +181,33 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+def _pattern(value: str) -> str:
+    from kb import patterns  # late: patterns imports the normaliser, not the schema
+
+    try:
+        compiled = patterns.compile_signature(value, value)
+    except patterns.PatternError as exc:
+        _fail("KB044", "malformed placeholder pattern: {why}", why=str(exc))
+    if not compiled.anchor:
+        _fail("KB044", "a pattern needs a word of letters or digits to be found by")
+    return value
+
+
 class Signature(Record):
     text: Literal_
     kind: Literal["exception", "log-line", "kernel-message", "symptom"]
+    match: Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_literal), AfterValidator(_pattern)] | None = None
     note: Text | None = None
+
+    @field_validator("match")
+    @classmethod
+    def _matches_own_text(cls, match: str | None, info: ValidationInfo) -> str | None:
+        from kb import patterns
+
+        text = info.data.get("text")
+        if match is not None and text is not None and not patterns.matches(patterns.compile_signature(text, match), text):
+            _fail("KB045", "the pattern does not match the signature's own literal text; mark only the parts that vary")
+        return match
 
 
 class Hardware(Record):

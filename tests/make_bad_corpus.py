@@ -110,6 +110,10 @@ CASES = {
                                  "KB043", "mechanism", "mechanism:"),
     "markdown-link-in-summary": (sub("summary: >-\n", "summary: >-\n  [click](http://evil.example)\n"),
                                  "KB043", "summary", "summary:"),
+    "malformed-placeholder": (sub("    kind: exception\n", "    kind: exception\n    match: 'Required: {number}, Hardware limit: 101376'\n"),
+                              "KB044", "signatures[0].match", "match:"),
+    "pattern-not-fitting-text": (sub("    kind: exception\n", "    kind: exception\n    match: 'Required: {int}, Hardware limit: 65536'\n"),
+                                 "KB045", "signatures[0].match", "match:"),
 }
 
 

@@ -1,0 +1,195 @@
+"""Static SVG charts of measurement series, built at site-build time.
+
+Pure string building, no JavaScript: a series whose x values are all numbers becomes a line
+chart with one point per row, any other series a bar chart with one bar per row. Every text
+and attribute value goes through `markupsafe.escape`, whose entities (`&amp;`, `&lt;`, `&gt;`,
+`&#34;`, `&#39;`) are valid in both HTML and XML, so the SVG is well-formed XML on its own.
+Each plotted point or bar carries `data-x` and `data-value`, the row's numbers as written in
+the record, so tests (and readers of the source) can check the chart against the record.
+The output depends on the record only: coordinates are rounded and printed with fixed digits.
+"""
+
+from __future__ import annotations
+
+import math
+
+from markupsafe import Markup, escape
+
+MIN_POINTS = 4  # a series is charted only when it has more than 3 rows (the table shows the rest)
+WIDTH = 640
+HEIGHT = 320
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 78, 20, 16, 52
+ROTATED_EXTRA = 72  # more room under the plot when bar labels are slanted
+LABEL_CHARS = 24  # longer bar labels are cut (with an ellipsis); the table has them in full
+ACCENT = "#3f51b5"
+GRID = "#c9c9c9"
+
+
+def charted(measurement) -> bool:
+    """Whether `measurement` gets a chart: a series of more than 3 rows."""
+    series = measurement.series
+    return series is not None and len(series.rows) >= MIN_POINTS
+
+
+def is_numeric(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def number(value) -> str:
+    """A record's number as text, exactly: ints as written, floats in their shortest form."""
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def _c(value: float) -> str:
+    """A coordinate, rounded so the output is the same on every platform."""
+    text = f"{value:.2f}"
+    return "0.00" if text == "-0.00" else text
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi]: steps of 1, 2 or 5 times a power of ten."""
+    if hi < lo:
+        lo, hi = hi, lo
+    if hi == lo:
+        if lo == 0:
+            hi = 1.0
+        else:
+            lo, hi = (0.0, 2 * hi) if lo > 0 else (2 * lo, 0.0)
+    raw = (hi - lo) / max(count, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(lo / step + 1e-9)
+    last = math.ceil(hi / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, last + 1)]
+
+
+def tick_label(value: float, step: float) -> str:
+    digits = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    if digits == 0:
+        return f"{int(round(value)):,}"
+    return f"{value:,.{digits}f}"
+
+
+def _text(x, y, content: str, **attrs) -> str:
+    extra = "".join(f' {name.rstrip("_").replace("_", "-")}="{escape(value)}"' for name, value in attrs.items())
+    return f'<text x="{_c(x)}" y="{_c(y)}"{extra}>{escape(content)}</text>'
+
+
+def x_label(series) -> str:
+    return f"{series.x} ({series.x_unit})" if series.x_unit else series.x
+
+
+def describe(measurement) -> str:
+    """The chart's accessible name: what is plotted against what, and how many rows."""
+    series = measurement.series
+    kind = "Line chart" if all(is_numeric(r.x) for r in series.rows) else "Bar chart"
+    return (f"{kind} of {measurement.quantity}: {measurement.unit} by {x_label(series)}, "
+            f"{len(series.rows)} rows; the table gives every value.")
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1].rstrip() + "\u2026"
+
+
+def svg(measurement) -> Markup:
+    """The chart of a measurement series as an inline `<svg>` element."""
+    series = measurement.series
+    rows = list(series.rows)
+    numeric = all(is_numeric(r.x) for r in rows)
+    labels = [str(r.x) for r in rows]
+    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
+    band = plot_w / len(rows)
+    rotate = not numeric and max(len(_short(label)) for label in labels) * 6.6 > band - 4
+    height = HEIGHT + (ROTATED_EXTRA if rotate else 0)
+    bottom = MARGIN_BOTTOM + (ROTATED_EXTRA if rotate else 0)
+    plot_h = height - MARGIN_TOP - bottom
+    left, top, right, base = MARGIN_LEFT, MARGIN_TOP, WIDTH - MARGIN_RIGHT, height - bottom
+
+    values = [float(r.value) for r in rows]
+    y_ticks = nice_ticks(min(0.0, *values), max(0.0, *values))
+    y_lo, y_hi = y_ticks[0], y_ticks[-1]
+    y_step = y_ticks[1] - y_ticks[0]
+
+    def y_at(v: float) -> float:
+        return base - (v - y_lo) / (y_hi - y_lo) * plot_h
+
+    name = describe(measurement)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="kb-chart__svg" viewBox="0 0 {WIDTH} {height}" '
+        f'width="{WIDTH}" height="{height}" role="img" aria-label="{escape(name)}" '
+        f'data-kind="{"line" if numeric else "bar"}" data-points="{len(rows)}" '
+        f'style="max-width:100%;height:auto" font-family="sans-serif" font-size="12" fill="currentColor">',
+        f"<title>{escape(name)}</title>",
+        '<g class="kb-chart__y-axis">',
+    ]
+    for tick in y_ticks:
+        y = y_at(tick)
+        out.append(f'<line x1="{_c(left)}" y1="{_c(y)}" x2="{_c(right)}" y2="{_c(y)}" stroke="{GRID}" '
+                   f'stroke-width="1"/>')
+        out.append(_text(left - 6, y + 4, tick_label(tick, y_step), text_anchor="end"))
+    out.append("</g>")
+    out.append(f'<line x1="{_c(left)}" y1="{_c(top)}" x2="{_c(left)}" y2="{_c(base)}" stroke="currentColor"/>')
+    out.append(f'<line x1="{_c(left)}" y1="{_c(base)}" x2="{_c(right)}" y2="{_c(base)}" stroke="currentColor"/>')
+
+    if numeric:
+        xs = [float(r.x) for r in rows]
+        x_ticks = nice_ticks(min(xs), max(xs))
+        x_lo, x_hi = x_ticks[0], x_ticks[-1]
+        x_step = x_ticks[1] - x_ticks[0]
+
+        def x_at(v: float) -> float:
+            return left + (v - x_lo) / (x_hi - x_lo) * plot_w
+
+        out.append('<g class="kb-chart__x-axis">')
+        for tick in x_ticks:
+            x = x_at(tick)
+            out.append(f'<line x1="{_c(x)}" y1="{_c(base)}" x2="{_c(x)}" y2="{_c(base + 5)}" stroke="currentColor"/>')
+            out.append(_text(x, base + 18, tick_label(tick, x_step), text_anchor="middle"))
+        out.append("</g>")
+        ordered = sorted(range(len(rows)), key=lambda i: (xs[i], i))
+        line = " ".join(f"{_c(x_at(xs[i]))},{_c(y_at(values[i]))}" for i in ordered)
+        out.append(f'<polyline class="kb-chart__line" points="{line}" fill="none" stroke="{ACCENT}" '
+                   f'stroke-width="2"/>')
+        out.append('<g class="kb-chart__points">')
+        for row, x, v in zip(rows, xs, values):
+            tip = f"{series.x} {number(row.x)}: {number(row.value)} {measurement.unit}"
+            if row.label:
+                tip += f" ({row.label})"
+            out.append(f'<circle class="kb-chart__point" cx="{_c(x_at(x))}" cy="{_c(y_at(v))}" r="4" '
+                       f'fill="{ACCENT}" data-x="{escape(number(row.x))}" data-value="{escape(number(row.value))}">'
+                       f"<title>{escape(tip)}</title></circle>")
+        out.append("</g>")
+    else:
+        zero = y_at(0.0)
+        every = max(1, math.ceil(len(rows) * 15 / plot_w)) if rotate else 1
+        out.append('<g class="kb-chart__bars">')
+        for i, (row, label, v) in enumerate(zip(rows, labels, values)):
+            centre = left + band * (i + 0.5)
+            width = band * 0.7
+            y = y_at(v)
+            tip = f"{label}: {number(row.value)} {measurement.unit}"
+            if row.label:
+                tip += f" ({row.label})"
+            out.append(f'<rect class="kb-chart__bar" x="{_c(centre - width / 2)}" y="{_c(min(y, zero))}" '
+                       f'width="{_c(width)}" height="{_c(abs(zero - y))}" fill="{ACCENT}" '
+                       f'data-x="{escape(label)}" data-value="{escape(number(row.value))}">'
+                       f"<title>{escape(tip)}</title></rect>")
+        out.append("</g>")
+        out.append('<g class="kb-chart__x-axis">')
+        for i, label in enumerate(labels):
+            if i % every:
+                continue
+            centre = left + band * (i + 0.5)
+            if rotate:
+                out.append(_text(centre, base + 14, _short(label), text_anchor="end",
+                                 transform=f"rotate(-35 {_c(centre)} {_c(base + 14)})"))
+            else:
+                out.append(_text(centre, base + 18, label, text_anchor="middle"))
+        out.append("</g>")
+
+    out.append(_text(left + plot_w / 2, height - 10, x_label(series), text_anchor="middle",
+                     class_="kb-chart__x-label", font_weight="bold"))
+    out.append(_text(16, top + plot_h / 2, measurement.unit, text_anchor="middle", class_="kb-chart__y-label",
+                     font_weight="bold", transform=f"rotate(-90 16 {_c(top + plot_h / 2)})"))
+    out.append("</svg>")
+    return Markup("\n".join(out))

@@ -1,0 +1,110 @@
+"""Freshness: every dated claim in the records, by the date it was last checked, oldest first.
+
+Dated claims are a cell's `status.as_of`, each `upstream[].as_of`, `fixes[].as_of`,
+`workarounds[].as_of`, `measurements[].as_of` and `claims[].as_of`. A month-only date
+("2026-09") sorts as the first day of its month.
+
+The page also lists cells whose status is "fix-proposed" or "fixed-main" and whose status was
+read more than `STALE_AFTER_DAYS` days before the reference date: those are the states most
+likely to have moved (the PR merged, a release shipped). For a deterministic build the
+reference date is never the clock: it is the newest `updated` date across all records.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from itertools import groupby
+
+from kb import facets
+from kb.lint import Cell
+
+URL = "freshness/"
+WATCHED = ("fix-proposed", "fixed-main")
+STALE_AFTER_DAYS = 60
+
+
+def day(as_of: str) -> dt.date:
+    """The date an `as_of` value stands for: a month-only value is the first day of its month."""
+    return dt.date.fromisoformat(as_of + "-01" if len(as_of) == 7 else as_of)
+
+
+@dataclass(frozen=True)
+class Dated:
+    as_of: str
+    cell: Cell
+    field: str  # where it sits in the record, e.g. "upstream[1].as_of"
+    what: str  # plain text, escaped by the template
+    source: str | None
+    anchor: str  # section of the cell page that shows it
+
+    @property
+    def date(self) -> dt.date:
+        return day(self.as_of)
+
+
+def _link_name(url: str) -> str:
+    name = facets.repository(url)
+    if "/issues/" in url or "/pull/" in url:
+        name += " #" + url.rstrip("/").split("/")[-1].split("#")[0]
+    return name
+
+
+def dated(cell: Cell) -> list[Dated]:
+    """The dated claims of one cell, in record order."""
+    e = cell.entry
+    found = [Dated(e.status.as_of, cell, "status.as_of", f"Status: {facets.STATUS_NAMES[e.status.state]}",
+                   e.status.source, "affected")]
+    for i, link in enumerate(e.upstream):
+        found.append(Dated(link.as_of, cell, f"upstream[{i}].as_of",
+                           f"Upstream {link.kind} {_link_name(link.url)}: {link.state}", link.url, "upstream"))
+    for i, fix in enumerate(e.fixes):
+        found.append(Dated(fix.as_of, cell, f"fixes[{i}].as_of", f"Fix: {fix.what}", fix.source, "fix"))
+    for i, workaround in enumerate(e.workarounds):
+        found.append(Dated(workaround.as_of, cell, f"workarounds[{i}].as_of", f"Workaround: {workaround.what}",
+                           workaround.source, "fix"))
+    for i, m in enumerate(e.measurements):
+        found.append(Dated(m.as_of, cell, f"measurements[{i}].as_of", f"Measurement: {m.quantity}", m.source,
+                           "measurements"))
+    for i, claim in enumerate(e.claims):
+        found.append(Dated(claim.as_of, cell, f"claims[{i}].as_of", f"Claim: {claim.says}",
+                           None if claim.source == "seed" else claim.source, "claims"))
+    return found
+
+
+def oldest_first(cells: list[Cell]) -> list[Dated]:
+    """Every dated claim of `cells`, oldest first; ties in cell id, then record, order."""
+    items = [(d, n) for cell in sorted(cells, key=lambda c: c.id) for n, d in enumerate(dated(cell))]
+    items.sort(key=lambda pair: (pair[0].date, pair[0].as_of, pair[0].cell.id, pair[1]))
+    return [d for d, _ in items]
+
+
+def reference_date(cells: list[Cell]) -> dt.date | None:
+    """The newest `updated` date across all records (None without records)."""
+    return max((dt.date.fromisoformat(c.entry.updated) for c in cells), default=None)
+
+
+def waiting(cells: list[Cell], reference: dt.date | None, days: int = STALE_AFTER_DAYS) -> list[tuple[Cell, int]]:
+    """Cells in a watched status read more than `days` days before `reference`, oldest first."""
+    if reference is None:
+        return []
+    found = [(cell, (reference - day(cell.entry.status.as_of)).days) for cell in cells
+             if cell.entry.status.state in WATCHED]
+    found = [(cell, age) for cell, age in found if age > days]
+    return sorted(found, key=lambda pair: (-pair[1], pair[0].id))
+
+
+def page(renderer):
+    """The freshness page (`freshness/`) of a `kb.pages.Renderer`."""
+    from kb.pages import Page
+
+    cells = renderer.site.cells
+    reference = reference_date(cells)
+    claims = oldest_first(cells)
+    groups = [(as_of, list(items)) for as_of, items in groupby(claims, key=lambda d: d.as_of)]
+    body = renderer._render("freshness.html", URL, groups=groups, claims=claims, reference=reference,
+                            waiting=waiting(cells, reference), watched=WATCHED, days=STALE_AFTER_DAYS,
+                            records=len(cells))
+    return Page(URL, "Freshness",
+                "Every dated claim of the Blackwell serving-failure index, oldest first, and the fixes "
+                f"that have waited more than {STALE_AFTER_DAYS} days.", body, "index")

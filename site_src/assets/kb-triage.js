@@ -1,0 +1,150 @@
+// Log triage in the browser: the same rules as `kb match` (exported to triage/patterns.json),
+// applied line by line. Candidate lines are those containing a rule's anchor word; they are
+// normalised with the shared rules, then tested against the compiled signature patterns.
+(function () {
+  "use strict";
+  var form = document.getElementById("kb-triage");
+  if (!form) return;
+  var log = document.getElementById("kb-triage-log");
+  var file = document.getElementById("kb-triage-file");
+  var status = form.querySelector(".kb-triage__status");
+  var list = form.querySelector(".kb-triage__results");
+  var fresh = form.querySelector(".kb-triage__new");
+  var issue = document.getElementById("kb-triage-issue");
+  var patternsUrl = new URL(form.getAttribute("data-patterns"), document.baseURI).href;
+  var engine = null;
+
+  function load() {
+    if (!engine) {
+      engine = fetch(patternsUrl).then(function (r) {
+        if (!r.ok) throw new Error("patterns.json: HTTP " + r.status);
+        return r.json();
+      }).then(function (data) {
+        var normalise = data.normalise.map(function (n) { return [new RegExp(n.pattern, "g"), n.replacement]; });
+        var byAnchor = {};
+        data.rules.forEach(function (rule) {
+          rule.regex = new RegExp(rule.source);
+          (byAnchor[rule.anchor] = byAnchor[rule.anchor] || []).push(rule);
+        });
+        var anchors = Object.keys(byAnchor).sort();
+        return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window };
+      });
+    }
+    return engine;
+  }
+
+  function normalise(e, line) {
+    var text = line.toLowerCase();
+    e.normalise.forEach(function (pair) { text = text.replace(pair[0], pair[1]); });
+    return text.trim();
+  }
+
+  function match(e, text) {
+    var hits = {};
+    var lines = text.split("\n");
+    lines.forEach(function (raw, i) {
+      var line = raw.replace(/\r$/, "");
+      var lower = line.toLowerCase();
+      var candidates = [];
+      e.anchors.forEach(function (a) { if (lower.indexOf(a) >= 0) candidates = candidates.concat(e.byAnchor[a]); });
+      if (!candidates.length) return;
+      // Long lines are matched in windows around their anchor words, as in `kb match`.
+      var texts;
+      if (line.length <= 2 * e.window) {
+        texts = [normalise(e, line)];
+      } else {
+        var starts = {};
+        candidates.forEach(function (rule) { var p = lower.indexOf(rule.anchor); if (p >= 0) starts[p] = true; });
+        texts = Object.keys(starts).map(Number).sort(function (a, b) { return a - b; }).map(function (p) {
+          return normalise(e, line.slice(Math.max(0, p - e.window), p + e.window));
+        });
+      }
+      candidates.forEach(function (rule) {
+        if (!texts.some(function (t) { return rule.regex.test(t); })) return;
+        var hit = hits[rule.entry] = hits[rule.entry] ||
+          { entry: rule.entry, url: rule.url, title: rule.title, score: 0, lines: [], texts: {}, signatures: [] };
+        if (!hit.signatures.some(function (s) { return s[0] === rule.signature; })) {
+          hit.signatures.push([rule.signature, rule.weight]);
+          hit.score = Math.round((hit.score + rule.weight) * 1000) / 1000;
+        }
+        if (!(i + 1 in hit.texts)) { hit.lines.push(i + 1); hit.texts[i + 1] = line; }
+      });
+    });
+    return Object.keys(hits).map(function (k) { return hits[k]; }).map(function (hit) {
+      var best = hit.signatures[0];
+      hit.signatures.forEach(function (s) { if (s[1] > best[1]) best = s; });
+      hit.signature = best[0];
+      return hit;
+    }).sort(function (a, b) { return b.score - a.score || (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0); });
+  }
+
+  var ERRORISH = /(error|exception|failed|fatal|xid|assert|traceback|out of memory|illegal|unsupported|not supported)/i;
+  var GPU = /(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]*?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)|RTX PRO \d{4}[A-Za-z ]*|GB10|DGX Spark)/g;
+  var VERSION = /\b(vllm|sglang|flashinfer(?:-python)?|torch|triton|cudnn|cuda|driver|tensorrt[_-]llm)\b(?:[\w ]{0,24}?\bversion\b)?[\s=:_-]*v?(\d+\.\d+[\w.+-]*)/gi;
+
+  function newCellText(text) {
+    var lines = text.split("\n").filter(function (l) { return ERRORISH.test(l); }).slice(0, 15);
+    var gpus = {}, versions = {};
+    (text.match(GPU) || []).forEach(function (g) { gpus[g.trim()] = true; });
+    var m;
+    VERSION.lastIndex = 0;
+    while ((m = VERSION.exec(text)) !== null) { versions[m[1].toLowerCase()] = m[2]; }
+    var out = "### Literal error lines\n\n```text\n" + (lines.join("\n") || "(no error-looking line found)") + "\n```\n\n";
+    out += "### Environment found in the log\n\n";
+    out += "- GPU: " + (Object.keys(gpus).join(", ") || "not found in the log") + "\n";
+    Object.keys(versions).sort().forEach(function (k) { out += "- " + k + ": " + versions[k] + "\n"; });
+    out += "\n### What you were running\n\n(command line, model, flags)\n";
+    return out;
+  }
+
+  function render(text, hits) {
+    list.textContent = "";
+    hits.forEach(function (hit) {
+      var li = document.createElement("li");
+      var a = document.createElement("a");
+      a.className = "kb-triage__link";
+      a.href = new URL(hit.url, new URL("..", patternsUrl)).pathname;
+      a.textContent = hit.title;
+      li.appendChild(a);
+      var meta = document.createElement("span");
+      meta.className = "kb-triage__score";
+      meta.textContent = " score " + hit.score + ", signature: " + hit.signature;
+      li.appendChild(meta);
+      hit.lines.slice(0, 5).forEach(function (n) {
+        var p = document.createElement("pre");
+        var mark = document.createElement("mark");
+        mark.textContent = hit.texts[n];
+        p.appendChild(document.createTextNode("line " + n + ": "));
+        p.appendChild(mark);
+        li.appendChild(p);
+      });
+      list.appendChild(li);
+    });
+    status.textContent = hits.length ? hits.length + " matching cell" + (hits.length === 1 ? "" : "s")
+      : "No cell matches this log.";
+    fresh.hidden = hits.length > 0;
+    issue.value = hits.length ? "" : newCellText(text);
+    form.setAttribute("data-results", JSON.stringify(hits.map(function (h) {
+      return { entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url };
+    })));
+  }
+
+  function run(text) {
+    form.removeAttribute("data-results");
+    status.textContent = "Matching\u2026";
+    load().then(function (e) { render(text, match(e, text)); }).catch(function (error) {
+      status.textContent = "Triage is unavailable: " + error;
+    });
+  }
+
+  form.addEventListener("submit", function (event) { event.preventDefault(); run(log.value); });
+  file.addEventListener("change", function () {
+    if (file.files[0]) file.files[0].text().then(function (text) { log.value = text; run(text); });
+  });
+  log.addEventListener("dragover", function (event) { event.preventDefault(); });
+  log.addEventListener("drop", function (event) {
+    event.preventDefault();
+    var dropped = event.dataTransfer.files[0];
+    if (dropped) dropped.text().then(function (text) { log.value = text; run(text); });
+  });
+})();

@@ -1,0 +1,162 @@
+"""Log triage: `kb match` and the triage page agree on the shared vectors; the engine is safe."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from browser import serve
+from conftest import ROOT
+from kb import lint, match, patterns
+
+VECTORS = json.loads((ROOT / "tests" / "vectors" / "match.json").read_text(encoding="utf-8"))["vectors"]
+KB = [sys.executable, "-m", "kb.cli"]
+
+
+def kb_match(text: bytes, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(KB + ["match", *args, "-"], input=text, capture_output=True, cwd=ROOT, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def matcher() -> match.Matcher:
+    return match.Matcher(match.rules(lint.check([ROOT / "kb" / "entries"]).cells))
+
+
+@pytest.fixture(scope="module")
+def cli_results() -> dict[str, list[dict]]:
+    out = {}
+    for vector in VECTORS:
+        done = kb_match("\n".join(vector["log"]).encode("utf-8"), "--json")
+        assert done.returncode == (0 if vector["first"] else 1), done.stderr
+        out[vector["name"]] = json.loads(done.stdout)
+    return out
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
+def test_kb_match_vectors(vector, cli_results):
+    found = [hit["entry"] for hit in cli_results[vector["name"]]]
+    assert (found[0] if found else None) == vector["first"], found
+    assert not set(vector["excludes"]) & set(found)
+    assert set(vector["includes"]) <= set(found)
+    for hit in cli_results[vector["name"]]:
+        assert set(hit) == {"entry", "score", "lines", "signature", "url"}
+        assert all(1 <= n <= len(vector["log"]) for n in hit["lines"])
+
+
+def test_triage_page_agrees_with_kb_match_on_every_vector(live_site, page, cli_results):
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        for vector in VECTORS:
+            page.fill("#kb-triage-log", "\n".join(vector["log"]))
+            page.click("#kb-triage-run")
+            page.wait_for_selector("#kb-triage[data-results]")
+            browser = json.loads(page.get_attribute("#kb-triage", "data-results"))
+            expected = cli_results[vector["name"]]
+            assert [(h["entry"], h["lines"], h["signature"], h["url"]) for h in browser] == \
+                [(h["entry"], h["lines"], h["signature"], h["url"]) for h in expected], vector["name"]
+            assert [h["score"] for h in browser] == pytest.approx([h["score"] for h in expected])
+            if expected:
+                first = page.locator(".kb-triage__link").first
+                assert first.get_attribute("href") == "/" + expected[0]["url"]
+                assert page.locator(".kb-triage__results mark").first.inner_text().strip() in [l.strip() for l in vector["log"]]
+                assert page.locator(".kb-triage__new").is_hidden()
+
+
+def test_triage_offers_a_new_cell_text_when_nothing_matches(live_site, page):
+    log = ["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.29.1",
+           "torch version 2.9.1 on NVIDIA RTX PRO 6000 Blackwell",
+           "RuntimeError: something nobody has seen before"]
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", "\n".join(log))
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results]")
+        assert page.get_attribute("#kb-triage", "data-results") == "[]"
+        text = page.input_value("#kb-triage-issue")
+    assert "RuntimeError: something nobody has seen before" in text
+    assert "NVIDIA RTX PRO 6000 Blackwell" in text
+    assert "- vllm: 0.29.1" in text and "- torch: 2.9.1" in text
+
+
+def test_exit_status_and_text_output(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("x\nRuntimeError: Plan index 9 is invalid\n", encoding="utf-8")
+    done = subprocess.run(KB + ["match", str(log)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0
+    assert "line 2: RuntimeError: Plan index 9 is invalid" in done.stdout
+    assert "e/runtimeerror-plan-index-13-is-invalid-" in done.stdout
+    assert kb_match(b"nothing here\n").returncode == 1
+    assert json.loads(kb_match(b"nothing\n", "--json").stdout) == []
+    missing = subprocess.run(KB + ["match", str(tmp_path / "absent.log")], capture_output=True, text=True, cwd=ROOT)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_binary_garbage_and_invalid_utf8(matcher):
+    rng = random.Random(7)
+    noise = bytes(rng.randrange(256) for _ in range(300_000))
+    blob = noise + b"\n\xff\xfeRuntimeError: Plan index 3 is invalid\xc3\x28\n" + noise
+    hits = matcher.scan(io.BytesIO(blob))
+    plan = [h for h in hits if h.entry == "flashinfer-bmm-fp8-cudnn-plan-index-invalid-gb10"]
+    assert plan and plan[0].lines == [noise.count(b"\n") + 2]
+
+
+def test_streams_large_logs_in_bounded_memory(matcher, tmp_path):
+    path = tmp_path / "big.log"
+    noise = b"INFO 01-28 06:36:40 [core.py:100] step 12345 tokens=512 throughput=1234.5 tok/s\n"
+    repeats = (40 * 1024 * 1024) // len(noise)
+    with path.open("wb") as out:
+        for _ in range(repeats // 1000):
+            out.write(noise * 1000)
+        out.write(b"ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n")
+    tracemalloc.start()
+    with path.open("rb") as stream:
+        hits = matcher.scan(stream)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert [h.entry for h in hits] == ["triton-ptxas-sm121a-gpu-name-not-defined"]
+    assert hits[0].lines == [(repeats // 1000) * 1000 + 1]
+    assert peak < 4 * match.CHUNK  # a few chunks, not the 40 MB file
+
+
+def test_a_line_longer_than_the_line_limit(matcher):
+    blob = b"a" * (match.MAX_LINE * 2) + b" RuntimeError: Plan index 3 is invalid\nnext\n"
+    hits = matcher.scan(io.BytesIO(blob))
+    assert [h.entry for h in hits] == ["flashinfer-bmm-fp8-cudnn-plan-index-invalid-gb10"]
+
+
+@pytest.mark.parametrize("template,error", [
+    ("Plan index {number} is invalid", "unknown placeholder {number}"),
+    ("Plan index {int}{int} is invalid", "touch"),
+    ("Plan {rest} index", "must come last"),
+    ("Plan index { is invalid", "lone '{'"),
+    ("{int}", "literal text"),
+])
+def test_malformed_placeholders_are_rejected(template, error):
+    with pytest.raises(patterns.PatternError, match=error):
+        patterns.compile_signature("x", template)
+
+
+def test_placeholders_compile_to_fixed_classes():
+    compiled = patterns.compile_signature("at /a/b.cuh:30: boom {x}", "at {path}: boom {{x}}")
+    assert patterns.matches(compiled, "at /usr/lib/x.cuh:37: boom {x}")
+    assert not patterns.matches(compiled, "at /usr/lib/x.cuh:37: bang {x}")
+    assert compiled.anchor == "boom"
+
+
+def test_normalisation_keeps_discriminating_numbers():
+    from kb.normalise import normalise
+
+    assert normalise("(EngineCore_DP0 pid=120) ERROR 01-28 06:36:45 [core.py:946] Hardware limit: 101376") == \
+        "hardware limit: 101376"
+    assert normalise("torch.cuda.OutOfMemoryError: x") == normalise("torch.OutOfMemoryError: x")
+    assert normalise("torch.AcceleratorError: y") == normalise("RuntimeError: y")
+    assert normalise("sm120 SM_121a compute_120f") == "sm_120 sm_121 sm_120"
+    assert normalise("[  12.5] x [repeated 4x across cluster]") == "x"
