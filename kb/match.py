@@ -40,6 +40,7 @@ class Rule:
     weight: float
     url: str
     title: str
+    words: tuple[str, ...] = ()  # every stable word of the literal parts: a cheap test before the regex
 
     @property
     def regex(self) -> re.Pattern:
@@ -66,7 +67,7 @@ def rules(cells: list[Cell]) -> list[Rule]:
             source = f"{_WORD_EDGE}{compiled.source}{_WORD_END}" if symptom else compiled.source
             weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
             out.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
-                            site.url(cell), cell.entry.title))
+                            site.url(cell), cell.entry.title, compiled.words))
     return out
 
 
@@ -105,12 +106,13 @@ class Matcher:
         return self._confirm(line, candidates)
 
     def _confirm(self, line: str, candidates: list[Rule]) -> list[Rule]:
+        lower = line.lower()
+        candidates = [r for r in candidates if all(w in lower for w in r.words)]
         if not candidates:
             return []
         if len(line) <= 2 * WINDOW:
             texts = [normalise.normalise(line)]
         else:
-            lower = line.lower()
             starts = sorted({lower.find(r.anchor) for r in candidates} - {-1})
             texts = [normalise.normalise(line[max(0, p - WINDOW): p + WINDOW]) for p in starts]
         return [r for r in candidates if any(r.regex.search(text) for text in texts)]
@@ -173,5 +175,6 @@ def export(rule_list: list[Rule]) -> dict:
         "window": WINDOW,
         "normalise": normalise.export(),
         "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
-                   "anchor": r.anchor, "weight": r.weight, "url": r.url, "title": r.title} for r in rule_list],
+                   "anchor": r.anchor, "words": list(r.words), "weight": r.weight, "url": r.url, "title": r.title}
+                  for r in rule_list],
     }

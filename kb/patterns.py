@@ -40,6 +40,7 @@ class Compiled:
     source: str  # regular expression over normalised, lower-cased lines
     anchor: str  # a word every matching raw line contains (lower case), for the prefilter
     literal: bool  # True when no placeholder is used
+    words: tuple[str, ...] = ()  # every word every matching raw line contains (the anchor among them)
 
 
 def parse(template: str) -> list[tuple[str, str]]:
@@ -79,11 +80,17 @@ def parse(template: str) -> list[tuple[str, str]]:
     return merged
 
 
-def _anchor(texts: list[str]) -> str:
-    words = [w for text in texts for w in _WORD.findall(normalise(text))
-             if w in text.lower() and not PRODUCED_WORDS.match(w)]
+def _stable_words(texts: list[str]) -> list[str]:
+    """Words of the literal parts that any matching raw line contains as they are."""
+    return [w for text in texts for w in _WORD.findall(normalise(text))
+            if w in text.lower() and not PRODUCED_WORDS.match(w)]
+
+
+def _anchor(words: list[str]) -> str:
+    """The word to look for first: code identifiers (with `_` or digits) are rare in log noise,
+    plain English words are not; among equals, the longest."""
     words = [w for w in words if len(w) >= MIN_ANCHOR and not w.isdigit()] or words
-    return max(words, key=len) if words else ""
+    return max(words, key=lambda w: (any(c == "_" or c.isdigit() for c in w), len(w))) if words else ""
 
 
 def compile_signature(text: str, match: str | None = None) -> Compiled:
@@ -101,7 +108,9 @@ def compile_signature(text: str, match: str | None = None) -> Compiled:
             piece = normalise(value)
             source += re.escape(lead + piece + trail) if piece else (" " if value else "")
             literals.append(value)
-    return Compiled(source=source, anchor=_anchor(literals), literal=match is None)
+    words = _stable_words(literals)
+    return Compiled(source=source, anchor=_anchor(words), literal=match is None,
+                    words=tuple(sorted(set(words))))
 
 
 def matches(compiled: Compiled, line: str) -> bool:

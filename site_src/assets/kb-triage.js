@@ -47,6 +47,9 @@
       var lower = line.toLowerCase();
       var candidates = [];
       e.anchors.forEach(function (a) { if (lower.indexOf(a) >= 0) candidates = candidates.concat(e.byAnchor[a]); });
+      candidates = candidates.filter(function (rule) {
+        return rule.words.every(function (w) { return lower.indexOf(w) >= 0; });
+      });
       if (!candidates.length) return;
       // Long lines are matched in windows around their anchor words, as in `kb match`.
       var texts;
