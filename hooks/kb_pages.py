@@ -1,11 +1,11 @@
-"""Thin mkdocs adapter: hands the pages of `kb.pages` to mkdocs and indexes the built site.
+"""Thin mkdocs adapter: hands the output of `kb.generate` to mkdocs and indexes the built site.
 
 All generation lives in `kb/`; this file only maps it onto mkdocs events.
 """
 
 from __future__ import annotations
 
-import json
+import datetime
 import logging
 import os
 import re
@@ -17,26 +17,39 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb import lint, match, search
-from kb.pages import Renderer, Site
+from kb import search
+from kb.generate import GenerateError, generate
 
 log = logging.getLogger("mkdocs.hooks.kb")
 _state: dict = {}
 MARKER = re.compile(r"<!--\s*kb:([a-z-]+)\s*-->")
 
 
+def _setting(config, env: str, key: str) -> Path | None:
+    value = os.environ.get(env) or config["extra"].get(key)
+    return Path(value) if value else None
+
+
 def on_config(config):
-    entries = Path(os.environ.get("KB_ENTRIES") or config["extra"].get("kb_entries", "kb/entries"))
-    started = time.perf_counter()
-    result = lint.check([entries])
-    if result.problems:
-        shown = "\n".join(p.format() for p in result.problems[:50])
-        raise PluginError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")
-    renderer = Renderer(Site(result.cells))
-    pages = {page.src: page for page in renderer.all_pages()}
-    patterns = json.dumps(match.export(match.rules(result.cells)), indent=1, sort_keys=True, ensure_ascii=False)
-    _state.update(renderer=renderer, pages=pages, patterns=patterns)
-    log.info("kb: %d cells -> %d pages in %.2fs", len(result.cells), len(pages), time.perf_counter() - started)
+    default = config["extra"].get("kb_entries", "kb/entries")
+    entries = Path(os.environ.get("KB_ENTRIES") or default)
+    # The URL lock guards the live entries; another entries folder brings its own (KB_URL_LOCK).
+    own = Path(default).resolve() == entries.resolve()
+    lock = Path(os.environ["KB_URL_LOCK"]) if os.environ.get("KB_URL_LOCK") else (
+        _setting(config, "", "kb_url_lock") if own else None)
+    redirects = Path(os.environ["KB_REDIRECTS"]) if os.environ.get("KB_REDIRECTS") else (
+        _setting(config, "", "kb_redirects") if own else None)
+    try:
+        generated = generate(entries, config["site_url"] or None, lock, redirects)
+    except GenerateError as exc:
+        raise PluginError(str(exc)) from exc
+    _state.update(generated=generated, pages={p.src: p for p in generated.pages})
+    # mkdocs stamps sitemap.xml.gz and page dates with the build time unless told otherwise:
+    # use the newest record date, so two builds of one commit give the same bytes.
+    newest = max((p.updated for p in generated.pages if p.updated), default="2026-01-01")
+    os.environ["SOURCE_DATE_EPOCH"] = str(int(datetime.datetime.fromisoformat(newest + "T00:00:00+00:00").timestamp()))
+    log.info("kb: %d pages and %d data files in %.2fs", len(generated.pages), len(generated.files),
+             generated.seconds)
     return config
 
 
@@ -44,7 +57,8 @@ def on_config(config):
 def on_files(files, config):
     for src in _state["pages"]:
         files.append(File.generated(config, src, content=""))
-    files.append(File.generated(config, "triage/patterns.json", content=_state["patterns"]))
+    for path, content in sorted(_state["generated"].files.items()):
+        files.append(File.generated(config, path, content=content))
     return files
 
 
@@ -54,11 +68,15 @@ def on_page_markdown(markdown, page, config, files):
         # Material writes both into <title> and <meta> unescaped: escape here, once.
         page.meta["title"] = str(escape(generated.title))
         page.meta["description"] = str(escape(generated.description))
+        if generated.updated:
+            page.meta["kb_updated"] = generated.updated
+        if generated.jsonld:
+            page.meta["kb_jsonld"] = generated.jsonld
         return markdown
 
     def fill(match):
         if match.group(1) == "newest":
-            return _state["renderer"].newest(page.url)
+            return _state["generated"].renderer.newest(page.url)
         raise PluginError(f"{page.file.src_uri}: unknown marker <!-- kb:{match.group(1)} -->")
 
     return MARKER.sub(fill, markdown)

@@ -73,6 +73,29 @@ def _match(args) -> int:
     return 0 if hits else 1
 
 
+def _doctor(args) -> int:
+    from kb import doctor
+
+    return doctor.main(Path(args.entries), facts_path=args.facts, as_json=args.json, facts_schema=args.facts_schema,
+                       timeout=args.timeout, site_url=args.site_url)
+
+
+def _lock(args) -> int:
+    from kb import urls
+    from kb.generate import GenerateError, generate
+
+    try:
+        generated = generate(lint.ENTRIES)
+    except GenerateError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    lock = Path(args.lock)
+    locked = urls.read_lock(lock) if lock.exists() else []
+    added = urls.write_lock(lock, locked, generated.published)
+    print(f"{lock}: {len(added)} URL(s) added, {len(set(locked) | set(generated.published))} recorded")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kb", description="Blackwell serving-failure knowledge base")
     sub = top.add_subparsers(dest="command", required=True)
@@ -91,12 +114,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--site-url", help="public URL of the site, e.g. https://example.org/sub/path/")
     p.set_defaults(run=_build)
 
+    p = sub.add_parser("lock", help="record every URL the site publishes in kb/urls.lock (never drops one)")
+    p.add_argument("--lock", default="kb/urls.lock", help="lock file (default: kb/urls.lock)")
+    p.set_defaults(run=_lock)
+
     p = sub.add_parser("match", help="find the cells a log shows (exit 0 matches, 1 none, 2 unreadable)")
     p.add_argument("file", help="log file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url}]")
     p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
     p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/")
     p.set_defaults(run=_match)
+    p = sub.add_parser("doctor", help="judge which cells apply to this machine (exit 0, 2 on bad input)")
+    p.add_argument("--json", action="store_true", help='print {"facts", "key", "cells": [{entry, verdict, why, url}]}')
+    p.add_argument("--facts", metavar="FILE", help="read the facts from this JSON file (- for standard input) "
+                   "instead of probing")
+    p.add_argument("--facts-schema", action="store_true", help="print the JSON Schema of a facts file")
+    p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--timeout", type=float, default=20.0, help="seconds each probe may take (default: 20)")
+    p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/ (default: relative)")
+    p.set_defaults(run=_doctor)
     return top
 
 

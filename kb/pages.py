@@ -34,6 +34,8 @@ class Page:
     description: str
     body: str  # HTML
     kind: str  # cell | pointer | disambiguation | index
+    updated: str | None = None  # the newest `updated` date of the cells shown (for sitemaps)
+    jsonld: str | None = None  # structured data for search engines, ready for a <script> element
 
     @property
     def src(self) -> str:
@@ -128,7 +130,7 @@ class Renderer:
     def cell(self, cell: Cell) -> Page:
         here = self.site.url(cell)
         return Page(here, cell.entry.signatures[0].text, cell.entry.summary,
-                    self._render("cell.html", here, cell=cell, e=cell.entry), "cell")
+                    self._render("cell.html", here, cell=cell, e=cell.entry), "cell", cell.entry.updated)
 
     def string_page(self, text: str) -> Page | None:
         """Page of a literal string that is not some cell's first signature (else None)."""
@@ -138,12 +140,12 @@ class Renderer:
             summary = f"{len(owners)} different failures print this string: " + "; ".join(
                 c.entry.title for c in owners) + "."
             return Page(here, text, summary, self._render("disambiguation.html", here, text=text, cells=owners),
-                        "disambiguation")
+                        "disambiguation", max(c.entry.updated for c in owners))
         (owner,) = owners
         if owner.entry.signatures[0].text == text:
             return None
         return Page(here, text, owner.entry.summary,
-                    self._render("pointer.html", here, text=text, cell=owner), "pointer")
+                    self._render("pointer.html", here, text=text, cell=owner), "pointer", owner.entry.updated)
 
     def indexes(self) -> list[Page]:
         pages = [Page("by/", "Browse the index", "Every way to browse the cells: by GPU, architecture, "

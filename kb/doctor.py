@@ -1,0 +1,408 @@
+"""`kb doctor`: which cells apply to this machine, judged from the records alone.
+
+The facts come from `kb.facts` (probed here, or read from a facts file). Each cell's verdict comes
+from its record: `hardware.architectures` and `components[].affected` / `fixed_in`. There is no
+code for any one cell; the rules below are the whole of it (site_src/doctor.md says the same):
+
+1. No GPU architecture is known -> unknown. No GPU at all, or no GPU whose architecture the
+   cell lists -> not-applicable.
+2. Components with a range (`affected`; `fixed_in` alone counts as the range `<fixed_in`) decide,
+   all of them together: installed inside the range -> affected; at or above `fixed_in` or above
+   the range -> fixed; below the range or not installed -> not-applicable; version unknown ->
+   unknown. The cell is affected only when every ranged component is; otherwise the first of
+   fixed, not-applicable, unknown found among them decides.
+3. No component has a range -> affected when one of the cell's packages is installed, else
+   unknown (the record cannot tell versions apart, and doctor sees only this Python environment).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TextIO
+
+from packaging.specifiers import Specifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import ValidationError
+
+from kb import facts as facts_mod
+from kb.facts import Facts
+from kb.lint import Cell
+
+VERDICTS = ("affected", "fixed", "unknown", "not-applicable")
+TITLES = {"affected": "Affected", "fixed": "Fixed", "unknown": "Unknown", "not-applicable": "Not applicable"}
+KEY_PACKAGES = ("torch", "vllm", "sglang", "flashinfer")
+
+# Environment-variable names in record text. VLLM_/SGLANG_ names are all taken; names with other
+# prefixes only where written as NAME=value, in an env-var remedy, or listed in kb.facts.BASE_ENV
+# (CUDA_SUCCESS, TRITON_MLA and FLASHINFER_CHECK are identifiers, not variables).
+_ENV_WORD = re.compile(r"\b(?:VLLM|SGLANG|SGL|FLASHINFER|TRITON|TORCH|PYTORCH|CUDA|CUDNN|NCCL|NVIDIA)_[A-Z0-9_]*[A-Z0-9]\b")
+_ALWAYS_ENV = ("VLLM_", "SGLANG_")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    entry: str
+    verdict: str
+    why: str
+    url: str
+    cell: Cell
+
+    def as_json(self) -> dict:
+        return {"entry": self.entry, "verdict": self.verdict, "why": self.why, "url": self.url}
+
+
+# --- what the records name -----------------------------------------------------------------------
+
+def record_packages(cells: list[Cell]) -> set[str]:
+    return {c.package for cell in cells for c in cell.entry.components}
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def mentioned_env(cells: list[Cell]) -> set[str]:
+    """Environment variables the records mention."""
+    names: set[str] = set()
+    for cell in cells:
+        remedies = {r.what for r in cell.entry.fixes + cell.entry.workarounds if r.kind == "env-var"}
+        for text in _strings(cell.entry.model_dump()):
+            for match in _ENV_WORD.finditer(text):
+                name = match.group(0)
+                assigned = text[match.end():match.end() + 1] == "="
+                if name.startswith(_ALWAYS_ENV) or assigned or text in remedies or name in facts_mod.BASE_ENV:
+                    names.add(name)
+    return names
+
+
+# --- verdicts ------------------------------------------------------------------------------------
+
+def _or(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _side(spec: Specifier, version: Version) -> str | None:
+    """Whether `version`, which `spec` excludes, lies above or below it."""
+    op, ver = spec.operator, spec.version
+    if op in ("<", "<="):
+        return "above"
+    if op in (">", ">="):
+        return "below"
+    if op == "~=":
+        return "below" if version < Version(ver) else "above"
+    if op == "==":
+        if ver.endswith(".*"):
+            prefix = Version(ver[:-2]).release
+            return "above" if version.release[:len(prefix)] > prefix else "below"
+        return "above" if version > Version(ver) else "below"
+    return None  # != and ===: no side
+
+
+def ranged(entry) -> list:
+    return [c for c in entry.components if c.affected or c.fixed_in]
+
+
+def _component(component, facts: Facts) -> tuple[str, str]:
+    name = component.package
+    if name not in facts.packages:
+        return "unknown", f"{name} version is unknown"
+    installed = facts.packages[name]
+    if installed is None:
+        return "not-applicable", f"{name} is not installed"
+    try:
+        version = Version(installed)
+    except InvalidVersion:
+        return "unknown", f"{name} version {installed!r} is not a PEP 440 version"
+    span = component.affected or f"<{component.fixed_in}"
+    spec = SpecifierSet(span)
+    if spec.contains(version, prereleases=True):
+        return "affected", f"{name} {installed} is within {span}"
+    if component.fixed_in and version >= Version(component.fixed_in):
+        return "fixed", f"{name} {installed} is at or above the fix in {component.fixed_in}"
+    sides = [_side(s, version) for s in spec if not s.contains(version, prereleases=True)]
+    if sides and all(side == "above" for side in sides):
+        return "fixed", f"{name} {installed} is above the affected range {span}"
+    return "not-applicable", f"{name} {installed} is outside the affected range {span}"
+
+
+def judge(entry, facts: Facts) -> tuple[str, str]:
+    """(verdict, why) of one cell on the machine that `facts` describe."""
+    listed = ", ".join(entry.hardware.architectures)
+    if facts.gpus is None:
+        return "unknown", f"GPU architecture is unknown (no GPU facts); cell applies to {listed}"
+    if not facts.gpus:
+        return "not-applicable", f"no NVIDIA GPU found; cell applies to {listed}"
+    known = sorted({g.architecture for g in facts.gpus if g.architecture})
+    matched = [a for a in known if a in entry.hardware.architectures]
+    if not matched:
+        if len(known) < len(facts.gpus):
+            return "unknown", (f"GPU architecture is unknown (no compute capability)"
+                               f"{'; other GPUs are ' + ', '.join(known) if known else ''}; cell applies to {listed}")
+        return "not-applicable", f"GPU is {', '.join(known)}; cell applies to {listed}"
+    gpu = f"GPU is {', '.join(matched)}"
+    with_range = ranged(entry)
+    if with_range:
+        results = [_component(c, facts) for c in with_range]
+        for verdict in ("fixed", "not-applicable", "unknown"):
+            whys = [why for v, why in results if v == verdict]
+            if whys:
+                return verdict, "; ".join(whys)
+        return "affected", f"{gpu} and " + " and ".join(why for _, why in results)
+    packages = list(dict.fromkeys(c.package for c in entry.components))
+    installed = [f"{p} {facts.packages[p]}" for p in packages if facts.packages.get(p)]
+    if installed:
+        return "affected", (f"{gpu} and {', '.join(installed)} {'is' if len(installed) == 1 else 'are'} installed; "
+                            "the record gives no version range, so any installed version counts")
+    unknown = [p for p in packages if p not in facts.packages]
+    if unknown:
+        return "unknown", (f"{gpu}, but whether {_or(unknown)} is installed is unknown "
+                           "and the record gives no version range")
+    return "unknown", (f"{gpu}, but none of {', '.join(packages)} is installed in this Python environment "
+                       "and the record gives no version range; run kb doctor where the server runs")
+
+
+def applies_sentence(entry, name: Callable[[str], str] = lambda p: p) -> str:
+    """The conditions of `judge` in plain words; templates/pages/_applies.html says the same."""
+    archs = _or(list(entry.hardware.architectures))
+    parts = []
+    for c in ranged(entry):
+        if c.affected:
+            parts.append(f"{name(c.package)} is in {c.affected}" + (f" (fixed in {c.fixed_in})" if c.fixed_in else ""))
+        else:
+            parts.append(f"{name(c.package)} is older than {c.fixed_in}, the version that fixes it")
+    if parts:
+        return f"Applies when the GPU is {archs} and " + " and ".join(parts) + "."
+    packages = [name(p) for p in dict.fromkeys(c.package for c in entry.components)]
+    return (f"Applies when the GPU is {archs} and {_or(packages)} is installed; "
+            "the record gives no version range, so any installed version counts.")
+
+
+def verdicts(cells: list[Cell], facts: Facts, site_url: str = "") -> list[Verdict]:
+    from kb.pages import Site
+
+    site = Site(cells)
+    out = []
+    for cell in site.cells:
+        verdict, why = judge(cell.entry, facts)
+        out.append(Verdict(cell.id, verdict, why, site_url + site.url(cell), cell))
+    return out
+
+
+# --- the environment key -------------------------------------------------------------------------
+
+def _slug(text: str) -> str:
+    text = re.sub(r"^nvidia\s+", "", text.strip(), flags=re.I)
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "gpu"
+
+
+def _major_minor(version: str) -> str:
+    try:
+        return ".".join(str(n) for n in Version(version).release[:2])
+    except InvalidVersion:
+        return _slug(version)[:12]
+
+
+def key_facts(facts: Facts) -> dict:
+    """The facts the key stands for: GPUs, driver, CUDA and installed package versions."""
+    return {
+        "gpus": None if facts.gpus is None else sorted([g.name or "", g.compute_capability or ""] for g in facts.gpus),
+        "driver_version": facts.driver_version,
+        "cuda_driver_version": facts.cuda_driver_version,
+        "cuda_runtime_version": facts.cuda_runtime_version,
+        "packages": {p: v for p, v in sorted(facts.packages.items()) if v is not None},
+    }
+
+
+def environment_key(facts: Facts) -> str:
+    """`<arch>-<gpu>-<stack>-<hash>`: same facts, same key; the hash covers `key_facts`."""
+    if facts.gpus is None:
+        head = ["unknown-gpu"]
+    elif not facts.gpus:
+        head = ["nogpu"]
+    else:
+        groups: dict[tuple[str, str], int] = {}
+        for gpu in facts.gpus:
+            group = (gpu.architecture or "sm_unknown", _slug(gpu.name or "gpu"))
+            groups[group] = groups.get(group, 0) + 1
+        head = ["+".join(f"{arch}-{name}" + (f"x{n}" if n > 1 else "") for (arch, name), n in sorted(groups.items()))]
+    stack = [f"{p}{_major_minor(v)}" for p in KEY_PACKAGES if (v := facts.packages.get(p))]
+    canonical = json.dumps(key_facts(facts), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    return "-".join(head + stack + [digest])
+
+
+# --- facts files ---------------------------------------------------------------------------------
+
+class FactsError(Exception):
+    """A facts file that cannot be used; the message names the file and the field."""
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(file)"
+
+
+def _message(error: dict) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown field; see kb doctor --facts-schema"
+    if error["type"] == "missing":
+        return "required field is missing"
+    message = re.sub(r"^(Input|String|List|Value|Dictionary|Object) should", "must", error["msg"])
+    return f"{message} (got {json.dumps(error['input'])[:80]})"
+
+
+def parse_facts(text: str, source: str) -> Facts:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", "?")
+        column = getattr(exc, "colno", "?")
+        raise FactsError(f"{source}: not valid JSON: {getattr(exc, 'msg', exc)} (line {line}, column {column})") from None
+    if isinstance(data, dict) and "facts" in data and "key" in data:
+        data = data["facts"]  # a whole `kb doctor --json` report: use its facts
+    if not isinstance(data, dict):
+        raise FactsError(f"{source}: (file): must be a JSON object of facts; see kb doctor --facts-schema")
+    try:
+        return Facts.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{source}: {_loc(e['loc'])}: {_message(e)}" for e in exc.errors()]
+        raise FactsError("\n".join(lines)) from None
+
+
+def read_facts(path: str, stdin: TextIO) -> Facts:
+    if path == "-":
+        return parse_facts(stdin.read(), "<stdin>")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FactsError(f"{path}: cannot read the facts file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise FactsError(f"{path}: the facts file is not UTF-8 text") from None
+    return parse_facts(text, path)
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+def _size(value: int | None, unit: str = "bytes") -> str:
+    if value is None:
+        return "unknown"
+    if unit == "GiB":
+        return f"{value / 2**30:.1f} GiB"
+    return f"{value:,} bytes"
+
+
+def _gpu_line(index: int, gpu) -> str:
+    cc = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
+    return (f"  GPU {index}: {gpu.name or 'name unknown'}; architecture {gpu.architecture or 'unknown'}{cc}; "
+            f"memory {_size(gpu.memory_bytes, 'GiB')}; SMs {gpu.sm_count if gpu.sm_count is not None else 'unknown'}; "
+            f"shared memory per SM {_size(gpu.shared_memory_per_sm_bytes)}, "
+            f"per block (opt-in) {_size(gpu.shared_memory_per_block_optin_bytes)}")
+
+
+def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -> str:
+    out = ["Facts (unknown where a probe could not tell):"]
+    if facts.gpus is None:
+        out.append("  GPU: unknown")
+    elif not facts.gpus:
+        out.append("  GPU: none found")
+    else:
+        out += [_gpu_line(i, gpu) for i, gpu in enumerate(facts.gpus)]
+    out.append(f"  NVIDIA driver: {facts.driver_version or 'unknown'}; "
+               f"CUDA supported by the driver: {facts.cuda_driver_version or 'unknown'}; "
+               f"CUDA of PyTorch: {facts.cuda_runtime_version or 'unknown'}")
+    out.append(f"  Python: {facts.python or 'unknown'} on {facts.platform or 'unknown'}")
+    out.append("  Packages:")
+    for package in sorted(set(facts.packages) | packages):
+        if package not in facts.packages:
+            shown = "unknown"
+        else:
+            shown = facts.packages[package] or "not installed"
+        out.append(f"    {package}: {shown}")
+    set_vars = {k: v for k, v in facts.env.items() if v is not None}
+    unset = sorted(k for k, v in facts.env.items() if v is None)
+    out.append("  Environment:" + ("" if set_vars else " none of the variables the cells mention is set"))
+    out += [f"    {k}={v}" for k, v in sorted(set_vars.items())]
+    if unset:
+        out.append(f"    not set: {', '.join(unset)}")
+    for note in facts.notes:
+        out.append(f"  Note: {note}")
+    out += ["", f"Environment key (paste it into bug reports): {key}", ""]
+    if facts.gpus == []:
+        out += ["No NVIDIA GPU here, so no cell of this index applies to this machine.", ""]
+    for verdict in VERDICTS:
+        group = [r for r in results if r.verdict == verdict]
+        out.append(f"{TITLES[verdict]} ({len(group)})" + (":" if group else ""))
+        for r in group:
+            if verdict == "not-applicable":
+                out.append(f"  {r.entry}: {r.why}")
+                continue
+            out.append(f"  {r.entry}  [{r.url}]")
+            out.append(f"    why: {r.why}")
+            if verdict == "affected":
+                entry = r.cell.entry
+                for label, remedies in (("fix", entry.fixes), ("workaround", entry.workarounds)):
+                    for remedy in remedies:
+                        applies = ""
+                        if remedy.applies:
+                            applies = f" (for {remedy.package} {remedy.applies})" if remedy.package else f" (for {remedy.applies})"
+                        out.append(f"    {label}: {remedy.what}{applies}; source {remedy.source}, read {remedy.as_of}")
+                if not entry.fixes and not entry.workarounds:
+                    out.append("    no fix or workaround is known yet")
+        out.append("")
+    affected = sum(r.verdict == "affected" for r in results)
+    out.append(f"{len(results)} cell(s) judged: {affected} affected. URLs are relative to the site root.")
+    return "\n".join(out) + "\n"
+
+
+def main(entries: Path, facts_path: str | None = None, as_json: bool = False, facts_schema: bool = False,
+         timeout: float = facts_mod.DEFAULT_TIMEOUT, site_url: str | None = None,
+         stdout: TextIO | None = None, stderr: TextIO | None = None, stdin: TextIO | None = None) -> int:
+    """`kb doctor`: 0 always, 2 when the entries or the facts file cannot be used."""
+    from kb import lint
+
+    stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
+    if facts_schema:
+        stdout.write(json.dumps(facts_mod.json_schema(), indent=2, sort_keys=True) + "\n")
+        return 0
+    if not entries.is_dir():
+        print(f"kb doctor: entries folder {entries} does not exist", file=stderr)
+        return 2
+    result = lint.check([entries])
+    if result.problems:
+        for problem in result.problems:
+            print(problem.format(), file=stderr)
+        print("kb doctor: the entries have problems; run `kb check`", file=stderr)
+        return 2
+    cells = result.cells
+    packages = record_packages(cells)
+    if facts_path is not None:
+        try:
+            facts = read_facts(facts_path, stdin)
+        except FactsError as exc:
+            print(f"kb doctor: bad facts file\n{exc}", file=stderr)
+            return 2
+    else:
+        facts = facts_mod.probe(packages, mentioned_env(cells), timeout=timeout)
+    key = environment_key(facts)
+    base = site_url.rstrip("/") + "/" if site_url else ""
+    results = verdicts(cells, facts, base)
+    if as_json:
+        out = {"facts": facts.model_dump(mode="json"), "key": key, "cells": [r.as_json() for r in results]}
+        stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        stdout.write(report(facts, key, results, packages))
+    return 0

@@ -1,0 +1,453 @@
+"""What `kb doctor` knows about a machine: the facts model and the probes that gather it.
+
+Every fact is optional. A fact that is missing (not probed, probe failed, probe timed out) is
+`null` or absent and reads as *unknown*; nothing here raises for a missing GPU, driver or package.
+GPU probes run in child processes (`python -c ...`) with a timeout, so a wedged driver makes the
+facts unknown instead of hanging the command. Package versions come from the installed
+distributions' metadata (`importlib.metadata`), which does not touch the GPU.
+
+The facts file that `kb doctor --facts FILE` reads is `Facts` as JSON (`kb doctor --facts-schema`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_TIMEOUT = 20.0
+
+# Record package name (components[].package) -> distribution names to look up, first found wins.
+# A package not listed here is looked up under its own name.
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "triton": ("triton", "pytorch-triton"),
+    "vllm": ("vllm",),
+    "sglang": ("sglang",),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "cudnn": ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn"),
+    "sgl-kernel": ("sgl-kernel",),
+    "tensorrt-llm": ("tensorrt-llm",),
+    "cutlass": ("nvidia-cutlass", "nvidia-cutlass-dsl"),
+    "cuda-toolkit": ("cuda-toolkit", "nvidia-cuda-nvcc-cu13", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc"),
+}
+# Always probed, whatever the records name.
+BASE_PACKAGES = ("torch", "triton", "vllm", "sglang", "flashinfer", "cudnn")
+# Facts that records may name as a package but that are not distributions.
+NOT_DISTRIBUTIONS = {"nvidia-driver", "cuda"}
+
+# Environment variables always reported; the records add the ones they mention (kb.doctor).
+BASE_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "TRITON_PTXAS_PATH",
+            "FLASHINFER_CUDA_ARCH_LIST")
+ENV_PREFIXES = ("VLLM_",)  # every variable set with these prefixes is reported
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
+REDACTED = "<redacted>"
+
+PackageName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=40)]
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
+Short = Annotated[str, Field(max_length=200)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Gpu(_Model):
+    """One GPU. Each field is null when unknown."""
+
+    name: Short | None = Field(None, description="Device name, e.g. 'NVIDIA H200' or 'NVIDIA GB10'")
+    compute_capability: Annotated[str, Field(pattern=r"^\d{1,2}\.\d{1,2}$")] | None = Field(
+        None, description="'major.minor', e.g. '12.0'; decides the architecture (12.0 -> sm_120)")
+    memory_bytes: Annotated[int, Field(ge=0)] | None = Field(None, description="Total device memory")
+    shared_memory_per_sm_bytes: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="Maximum shared memory per multiprocessor (cudaDevAttrMaxSharedMemoryPerMultiprocessor)")
+    shared_memory_per_block_optin_bytes: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="Maximum opt-in shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin)")
+    sm_count: Annotated[int, Field(ge=0)] | None = Field(None, description="Number of multiprocessors")
+
+    @property
+    def architecture(self) -> str | None:
+        return architecture(self.compute_capability)
+
+
+class Facts(_Model):
+    """The facts about one machine that `kb doctor` judges the cells against."""
+
+    facts_version: Literal[1] = Field(1, description="Format version of this file")
+    gpus: list[Gpu] | None = Field(
+        None, description="The GPUs; [] when there is certainly none, null when unknown")
+    driver_version: Short | None = Field(None, description="NVIDIA driver version, e.g. '580.95.05'")
+    cuda_driver_version: Short | None = Field(
+        None, description="Newest CUDA version the driver supports, e.g. '13.0'")
+    cuda_runtime_version: Short | None = Field(
+        None, description="CUDA version PyTorch was built with (torch.version.cuda)")
+    packages: dict[PackageName, Short | None] = Field(
+        {}, description="Record package name -> installed version; null: not installed; absent: unknown")
+    env: dict[EnvName, Annotated[str, Field(max_length=4000)] | None] = Field(
+        {}, description="Environment variable -> value; null: not set")
+    python: Short | None = Field(None, description="Python version")
+    platform: Short | None = Field(None, description="Operating system and machine, e.g. 'Linux-x86_64'")
+    notes: list[Annotated[str, Field(max_length=1000)]] = Field(
+        [], description="What the probes said about facts they could not get")
+
+
+def architecture(compute_capability: str | None) -> str | None:
+    """'12.0' -> 'sm_120', '12.1' -> 'sm_121', '9.0' -> 'sm_90'."""
+    if not compute_capability:
+        return None
+    match = re.fullmatch(r"(\d+)\.(\d+)", compute_capability)
+    if not match:
+        return None
+    return f"sm_{int(match.group(1))}{int(match.group(2))}"
+
+
+def json_schema() -> dict:
+    schema = Facts.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "kb doctor facts file"
+    return schema
+
+
+# --- probes --------------------------------------------------------------------------------------
+
+# Each child prints one JSON object on stdout. Errors are data, never tracebacks.
+NVML_PROBE = r"""
+import json
+out = {"gpus": []}
+try:
+    import pynvml
+except Exception as exc:
+    print(json.dumps({"error": "pynvml (nvidia-ml-py) is not importable: " + str(exc)[:200]}))
+    raise SystemExit(0)
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+def call(fn, *args):
+    try:
+        return fn(*args)
+    except Exception:
+        return None
+try:
+    pynvml.nvmlInit()
+except Exception as exc:
+    print(json.dumps({"error": type(exc).__name__ + ": " + str(exc)[:200],
+                      "no_driver": type(exc).__name__ in ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded")}))
+    raise SystemExit(0)
+v = call(pynvml.nvmlSystemGetDriverVersion)
+out["driver_version"] = text(v) if v is not None else None
+v = call(pynvml.nvmlSystemGetCudaDriverVersion_v2) or call(pynvml.nvmlSystemGetCudaDriverVersion)
+out["cuda_driver_version"] = "%d.%d" % (v // 1000, v % 1000 // 10) if v else None
+count = call(pynvml.nvmlDeviceGetCount)
+if count is None:
+    out = {"error": "nvmlDeviceGetCount failed"}
+for i in range(count or 0):
+    h = call(pynvml.nvmlDeviceGetHandleByIndex, i)
+    g = {}
+    if h is not None:
+        v = call(pynvml.nvmlDeviceGetName, h)
+        g["name"] = text(v) if v is not None else None
+        cc = call(pynvml.nvmlDeviceGetCudaComputeCapability, h)
+        g["compute_capability"] = "%d.%d" % tuple(cc) if cc else None
+        mem = call(pynvml.nvmlDeviceGetMemoryInfo, h)
+        g["memory_bytes"] = int(mem.total) if mem is not None else None
+        pci = call(pynvml.nvmlDeviceGetPciInfo, h)
+        g["pci"] = text(pci.busId) if pci is not None else None
+    out["gpus"].append(g)
+call(pynvml.nvmlShutdown)
+print(json.dumps(out))
+"""
+
+CUDA_PROBE = r"""
+import ctypes, json, sys
+out = {}
+names = ["nvcuda.dll"] if sys.platform == "win32" else ["libcuda.so.1", "libcuda.so", "libcuda.dylib"]
+lib = None
+for n in names:
+    try:
+        lib = ctypes.CDLL(n)
+        break
+    except OSError:
+        pass
+def err(rc):
+    s = ctypes.c_char_p()
+    try:
+        lib.cuGetErrorName(rc, ctypes.byref(s))
+        return (s.value or b"").decode() or str(rc)
+    except Exception:
+        return str(rc)
+if lib is None:
+    out = {"error": "the CUDA driver library (libcuda) is not installed", "no_driver": True}
+else:
+    rc = lib.cuInit(0)
+    if rc == 100:
+        out = {"gpus": [], "note": "cuInit: CUDA_ERROR_NO_DEVICE"}
+    elif rc != 0:
+        out = {"error": "cuInit failed: " + err(rc), "no_driver": rc in (34, 35)}
+    else:
+        v = ctypes.c_int()
+        if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
+            out["cuda_driver_version"] = "%d.%d" % (v.value // 1000, v.value % 1000 // 10)
+        n = ctypes.c_int()
+        lib.cuDeviceGetCount(ctypes.byref(n))
+        out["gpus"] = []
+        attrs = {"sm_count": 16, "shared_memory_per_sm_bytes": 81, "shared_memory_per_block_optin_bytes": 97,
+                 "cc_major": 75, "cc_minor": 76}
+        for i in range(n.value):
+            d = ctypes.c_int()
+            g = {}
+            if lib.cuDeviceGet(ctypes.byref(d), i) != 0:
+                out["gpus"].append(g)
+                continue
+            buf = ctypes.create_string_buffer(256)
+            if lib.cuDeviceGetName(buf, 256, d) == 0:
+                g["name"] = buf.value.decode(errors="replace")
+            for key, attr in attrs.items():
+                a = ctypes.c_int()
+                if lib.cuDeviceGetAttribute(ctypes.byref(a), attr, d) == 0:
+                    g[key] = a.value
+            if "cc_major" in g and "cc_minor" in g:
+                g["compute_capability"] = "%d.%d" % (g.pop("cc_major"), g.pop("cc_minor"))
+            mem = ctypes.c_size_t()
+            fn = getattr(lib, "cuDeviceTotalMem_v2", None) or lib.cuDeviceTotalMem
+            if fn(ctypes.byref(mem), d) == 0:
+                g["memory_bytes"] = mem.value
+            bus = ctypes.create_string_buffer(64)
+            if lib.cuDeviceGetPCIBusId(bus, 64, d) == 0:
+                g["pci"] = bus.value.decode()
+            out["gpus"].append(g)
+for n in (["cudnn64_9.dll", "cudnn64_8.dll"] if sys.platform == "win32" else ["libcudnn.so.9", "libcudnn.so.8"]):
+    try:
+        c = ctypes.CDLL(n)
+        c.cudnnGetVersion.restype = ctypes.c_size_t
+        out["cudnn"] = int(c.cudnnGetVersion())
+        break
+    except (OSError, AttributeError):
+        pass
+print(json.dumps(out))
+"""
+
+TORCH_PROBE = r"""
+import json
+out = {}
+import torch
+out["cuda_runtime_version"] = torch.version.cuda
+try:
+    v = torch.backends.cudnn.version()
+    out["cudnn"] = int(v) if v else None
+except Exception:
+    pass
+if torch.cuda.is_available():
+    out["gpus"] = []
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        g = {"name": p.name, "compute_capability": "%d.%d" % (p.major, p.minor),
+             "memory_bytes": int(p.total_memory), "sm_count": int(p.multi_processor_count)}
+        for key, attr in (("shared_memory_per_sm_bytes", "shared_memory_per_multiprocessor"),
+                          ("shared_memory_per_block_optin_bytes", "shared_memory_per_block_optin")):
+            if hasattr(p, attr):
+                g[key] = int(getattr(p, attr))
+        if hasattr(p, "pci_bus_id"):
+            g["pci"] = "%04x:%02x:%02x.0" % (p.pci_domain_id, p.pci_bus_id, p.pci_device_id)
+        out["gpus"].append(g)
+print(json.dumps(out))
+"""
+
+
+def run_children(probes: dict[str, str], timeout: float) -> dict[str, dict]:
+    """Run each `python -c CODE` at once; name -> its JSON, or {"error": ...} (timeout, crash)."""
+    started: dict[str, subprocess.Popen] = {}
+    results: dict[str, dict] = {}
+    for name, code in probes.items():
+        try:
+            started[name] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                             start_new_session=True, text=True)
+        except OSError as exc:
+            results[name] = {"error": f"could not start the probe: {exc}"}
+    deadline = time.monotonic() + timeout
+    for name, proc in started.items():
+        try:
+            # at least a moment each, so that a probe that finished meanwhile is still read
+            stdout, stderr = proc.communicate(timeout=max(0.5, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            results[name] = {"error": f"timed out after {timeout:g} s (treated as unknown)", "timeout": True}
+            continue
+        lines = [line for line in stdout.splitlines() if line.startswith("{")]
+        if proc.returncode == 0 and lines:
+            try:
+                results[name] = json.loads(lines[-1])
+                continue
+            except ValueError:
+                pass
+        tail = (stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        results[name] = {"error": f"probe failed: {tail[:300]}"}
+    return results
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        proc.kill()
+    try:  # a process stuck in the driver may not die; do not wait for it
+        proc.communicate(timeout=1)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _pci_key(bus_id: str | None):
+    match = re.search(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\.", bus_id or "")
+    return tuple(int(part, 16) for part in match.groups()) if match else None
+
+
+_GPU_FIELDS = tuple(Gpu.model_fields)
+
+
+def _merge_gpus(lists: list[list[dict] | None]) -> list[dict] | None:
+    """Merge per-GPU data of several probes: the first list that exists is the base; later ones
+    fill its unknown fields, matched by PCI bus id (or by position when the counts agree)."""
+    base: list[dict] | None = None
+    for gpus in lists:
+        if gpus is None:
+            continue
+        if base is None:
+            base = [dict(g) for g in gpus]
+            continue
+        by_pci = {_pci_key(g.get("pci")): g for g in base if _pci_key(g.get("pci"))}
+        for i, gpu in enumerate(gpus):
+            target = by_pci.get(_pci_key(gpu.get("pci")))
+            if target is None and len(gpus) == len(base):
+                target = base[i]
+            if target is None:
+                continue
+            for key, value in gpu.items():
+                if target.get(key) is None and value is not None:
+                    target[key] = value
+    if base is None:
+        return None
+    return [{key: g.get(key) for key in _GPU_FIELDS} for g in base]
+
+
+def cudnn_version(number: int | None) -> str | None:
+    """cudnnGetVersion() -> 'major.minor.patch' (91002 -> 9.10.2, 8902 -> 8.9.2)."""
+    if not number:
+        return None
+    if number >= 90000:
+        return f"{number // 10000}.{number % 10000 // 100}.{number % 100}"
+    return f"{number // 1000}.{number % 1000 // 100}.{number % 100}"
+
+
+def installed_version(package: str) -> str | None:
+    """Installed version of a record package, from its distributions; None when not installed."""
+    for dist in DISTRIBUTIONS.get(package, (package,)):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+        except Exception:  # a broken dist-info must not stop the report
+            continue
+    return None
+
+
+def nvcc_version(timeout: float) -> tuple[str | None, str | None]:
+    """(version, note) of the nvcc that JIT builds would find: CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda."""
+    candidates = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    candidates += [shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]
+    for path in candidates:
+        if not path or not os.path.exists(path):
+            continue
+        try:
+            done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return None, f"nvcc: {path} --version timed out after {timeout:g} s"
+        except OSError as exc:
+            return None, f"nvcc: {path}: {exc}"
+        match = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", done.stdout) or re.search(
+            r"release (\d+\.\d+)", done.stdout)
+        if match:
+            return match.group(1), None
+        return None, f"nvcc: could not read a version from {path} --version"
+    return None, None
+
+
+def environment(names: set[str]) -> dict[str, str | None]:
+    """Values of `names` plus every set variable with a reported prefix; secrets redacted."""
+    wanted = set(names) | set(BASE_ENV) | {k for k in os.environ if k.startswith(ENV_PREFIXES)}
+    out: dict[str, str | None] = {}
+    for name in sorted(wanted):
+        value = os.environ.get(name)
+        if value is not None and _SECRET.search(name):
+            value = REDACTED
+        out[name] = value
+    return out
+
+
+def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
+          timeout: float = DEFAULT_TIMEOUT, probes: dict[str, str] | None = None) -> Facts:
+    """Gather the facts of this machine. Never raises for a missing GPU, driver or package."""
+    notes: list[str] = []
+    if probes is None:
+        probes = {"nvml": NVML_PROBE, "cuda": CUDA_PROBE}
+        if importlib.util.find_spec("torch") is not None:
+            probes["torch"] = TORCH_PROBE
+    results = run_children(probes, timeout)
+    nvml, cuda, torch = (results.get(k, {}) for k in ("nvml", "cuda", "torch"))
+    for name, result in results.items():
+        if "error" in result:
+            notes.append(f"{name} probe: {result['error']}")
+        if result.get("note"):
+            notes.append(f"{name} probe: {result['note']}")
+
+    gpus = _merge_gpus([r.get("gpus") if "error" not in r else None for r in (nvml, cuda, torch)])
+    if gpus is None and cuda.get("no_driver") and "error" in nvml:
+        gpus = []  # no NVIDIA driver at all: nothing can run on a GPU here
+        notes.append("no NVIDIA driver found: treating this machine as having no GPU")
+
+    wanted = set(BASE_PACKAGES) | set(packages or ())
+    versions: dict[str, str | None] = {}
+    for package in sorted(wanted - NOT_DISTRIBUTIONS):
+        versions[package] = installed_version(package)
+    if versions.get("cudnn") is None:
+        from_lib = cudnn_version(torch.get("cudnn")) or cudnn_version(cuda.get("cudnn"))
+        if from_lib:
+            versions["cudnn"] = from_lib
+        elif "torch" in probes and "error" in torch:
+            del versions["cudnn"]  # torch could have told us; it did not answer
+    if "cuda-toolkit" in wanted:
+        nvcc, note = nvcc_version(min(timeout, 10.0))
+        if note:
+            notes.append(note)
+        if nvcc:
+            versions["cuda-toolkit"] = nvcc
+        elif note:
+            versions.pop("cuda-toolkit", None)
+    driver = nvml.get("driver_version")
+    if "nvidia-driver" in wanted and (driver or gpus == []):
+        versions["nvidia-driver"] = driver
+    runtime = torch.get("cuda_runtime_version")
+    if "cuda" in wanted and (runtime or versions.get("torch") is None):
+        versions["cuda"] = runtime
+
+    return Facts(
+        gpus=[Gpu(**g) for g in gpus] if gpus is not None else None,
+        driver_version=driver,
+        cuda_driver_version=nvml.get("cuda_driver_version") or cuda.get("cuda_driver_version"),
+        cuda_runtime_version=runtime,
+        packages=versions,
+        env=environment(env_names or set()),
+        python=platform.python_version(),
+        platform=f"{platform.system()}-{platform.machine()}",
+        notes=notes,
+    )

@@ -1,0 +1,67 @@
+"""The whole pipeline, engine-independent: entries -> checked cells -> pages and data files.
+
+`generate()` is what a static-site engine adapter (hooks/kb_pages.py for mkdocs) calls; it
+hands on the pages to render inside the theme and the files to write as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kb import export, lint, match, urls
+from kb.pages import Page, Renderer, Site
+
+
+class GenerateError(RuntimeError):
+    pass
+
+
+@dataclass
+class Generated:
+    renderer: Renderer
+    pages: list[Page]
+    files: dict[str, str]  # site path -> content, written as is
+    published: list[str]  # every URL the site publishes (pages, data files, hand-written pages)
+    seconds: float
+
+
+def _facts_schema() -> dict | None:
+    try:
+        from kb import facts  # kb doctor's facts format, when present
+    except ImportError:
+        return None
+    return facts.json_schema() if hasattr(facts, "json_schema") else None
+
+
+def generate(entries: Path, site_url: str | None = None, lock: Path | None = None,
+             redirects: Path | None = None) -> Generated:
+    started = time.perf_counter()
+    result = lint.check([entries])
+    if result.problems:
+        shown = "\n".join(p.format() for p in result.problems[:50])
+        raise GenerateError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")
+    site = Site(result.cells)
+    renderer = Renderer(site)
+    by_cell_url = {site.url(c): c for c in site.cells}
+    pages = [dataclasses.replace(p, jsonld=export.jsonld(by_cell_url[p.url], site, site_url))
+             if p.kind == "cell" else p for p in renderer.all_pages()]
+    files = export.files(site, site_url, _facts_schema())
+    files["triage/patterns.json"] = json.dumps(match.export(match.rules(result.cells)), indent=1, sort_keys=True,
+                                               ensure_ascii=False) + "\n"
+    current = urls.published([p.url for p in pages], list(files))
+    if lock is not None and lock.exists():
+        moved = urls.read_redirects(redirects) if redirects is not None else {}
+        try:
+            urls.check(urls.read_lock(lock), current, moved, lock, redirects)
+        except urls.PermanenceError as exc:
+            raise GenerateError(str(exc)) from exc
+        for old, new in moved.items():
+            if old.endswith(".json"):
+                files[old] = json.dumps({"moved_to": export.absolute(site_url, new)}, indent=2) + "\n"
+            else:
+                files[old + "index.html" if old.endswith("/") or not old else old] = urls.redirect_page(old, new, site_url)
+    return Generated(renderer, pages, files, current, time.perf_counter() - started)
