@@ -10,15 +10,42 @@ from pathlib import Path
 from kb import lint, schema
 
 
+def _explain(code: str) -> int:
+    from kb.rules import RULES
+
+    rule = RULES.get(code.strip().upper())
+    if rule is None:
+        print(f"kb check: no rule {code!r}; the codes are {min(RULES)} to {max(RULES)} (see the rules page)",
+              file=sys.stderr)
+        return 2
+    print(f"{rule.code} {rule.name}")
+    print(f"  {rule.statement}")
+    for label, example in (("passes", rule.good), ("fails", rule.bad)):
+        print(f"{label}:")
+        for line in example.rstrip("\n").splitlines():
+            print(f"    {line}")
+    return 0
+
+
 def _check(args) -> int:
-    result = lint.check([Path(p) for p in args.paths] or [lint.ENTRIES])
-    for problem in result.problems:
+    if args.explain is not None:
+        return _explain(args.explain)
+    paths = [Path(p) for p in args.paths] or [lint.ENTRIES]
+    named = lint.entry_files(paths)
+    # A file named alone is checked among the other entries of its folder (related ids, shared
+    # signatures), but only its own problems are reported: what a pre-commit hook needs.
+    folders = sorted({p.parent for p in named if p.is_file()} | {p for p in paths if p.is_dir()})
+    missing = [p for p in named if not p.exists()]
+    result = lint.check(folders + missing) if folders else lint.check(named)
+    wanted = {p.resolve() for p in named}
+    problems = [p for p in result.problems if p.path.resolve() in wanted]
+    for problem in problems:
         print(problem.format())
-    if result.problems:
-        files = len({p.path for p in result.problems})
-        print(f"{len(result.problems)} problem(s) in {files} of {result.files} file(s)", file=sys.stderr)
+    if problems:
+        files = len({p.path for p in problems})
+        print(f"{len(problems)} problem(s) in {files} of {len(named)} file(s)", file=sys.stderr)
         return 1
-    print(f"ok: {result.files} entr{'y' if result.files == 1 else 'ies'} checked, no problems")
+    print(f"ok: {len(named)} entr{'y' if len(named) == 1 else 'ies'} checked, no problems")
     return 0
 
 
@@ -96,12 +123,20 @@ def _lock(args) -> int:
     return 0
 
 
+def _new(args) -> int:
+    from kb import new
+
+    return new.run(args)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kb", description="Blackwell serving-failure knowledge base")
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="validate and lint entries (default: kb/entries/)")
     p.add_argument("paths", nargs="*", help="entry files or folders")
+    p.add_argument("--explain", metavar="CODE", help="print what rule CODE (e.g. KB046) asks, with an example "
+                   "that passes and one that fails, and exit")
     p.set_defaults(run=_check)
 
     p = sub.add_parser("schema", help="print the JSON Schema of an entry")
@@ -133,6 +168,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each probe may take (default: 20)")
     p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/ (default: relative)")
     p.set_defaults(run=_doctor)
+
+    p = sub.add_parser("new", help="write a skeleton entry for a new error string (asks for what is not given)")
+    p.add_argument("--text", help="the literal error string, exactly as printed (one line)")
+    p.add_argument("--gpu", action="append", default=[], help="a GPU it happened on (repeatable)")
+    p.add_argument("--arch", action="append", default=[], choices=["sm_120", "sm_121"],
+                   help="an architecture (repeatable; default: from the GPU names)")
+    p.add_argument("--component", action="append", default=[], metavar="PACKAGE:ROLE",
+                   help="a package and its role, raises, triggers or involved (repeatable), e.g. vllm:triggers")
+    p.add_argument("--link", help="an upstream link: GitHub issue, pull request, commit or release URL")
+    p.add_argument("--kind", choices=["exception", "log-line", "kernel-message", "symptom"],
+                   help="the signature's kind (default: guessed from the string)")
+    p.add_argument("--title", help="the title, one line in your own words (default: a TODO marker)")
+    p.add_argument("--id", help="the cell id (default: derived from the error string)")
+    p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("-y", "--non-interactive", action="store_true",
+                   help="never ask: fail (exit 2) when --text, --gpu or --component is missing")
+    p.set_defaults(run=_new)
     return top
 
 

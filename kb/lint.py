@@ -11,9 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ahocorasick_rs
 from pydantic import ValidationError
 
+from kb import patterns
 from kb.load import Loaded, dotted, load
+from kb.normalise import normalise
 from kb.problems import MISSING, Problem
 from kb.rules import code_of_pydantic
 from kb.schema import ID_PATTERN, Entry
@@ -164,6 +167,135 @@ def _cross_checks(cells: list[Cell], ids: set[str]) -> list[Problem]:
                         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                                 f"URL slug {key!r} is shared with a different text; reword one",
                                                 "KB041", signature.text))
+    problems.extend(_look_alikes(cells))
+    problems.extend(_one_way_related(cells))
+    problems.extend(_status_against_links(cells))
+    return problems
+
+
+# KB046: `kb new` writes prose placeholders as TODO markers; literal signatures are exempt
+# (they are copied as printed, and a real error line may say TODO).
+TODO = re.compile(r"\bTODO\b")
+
+
+def _todo_markers(loaded: Loaded) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def walk(value, loc: tuple) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, loc + (key,))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, loc + (i,))
+        elif isinstance(value, str) and TODO.search(value):
+            if len(loc) == 3 and loc[0] == "signatures" and loc[2] in ("text", "match"):
+                return
+            problems.append(Problem(loaded.path, loaded.line_of(loc), dotted(loc),
+                                    "a TODO marker is left: write what goes here, or delete the optional "
+                                    "field or block", "KB046", value))
+
+    walk(loaded.data, ())
+    return problems
+
+
+_WORD_EDGE, _WORD_END = "(?:^|[^a-z0-9_])", "(?:$|[^a-z0-9_])"
+
+
+def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
+    """(a, i, b, j) for each two cells, neither listing the other in `related`, where a log line
+    fits both: a's signature i and b's signature j (one's literal text matches the other's
+    pattern, as `kb match` would match it: `kb.patterns` over `kb.normalise`d text, a named
+    symptom as whole words only). The first such signatures of the pair are named."""
+    # Each pattern is filed under its anchor, a word every line it matches contains.
+    by_anchor: dict[str, list] = defaultdict(list)
+    for cell in cells:
+        for j, signature in enumerate(cell.entry.signatures):
+            pattern = patterns.compile_signature(signature.text, signature.match)
+            source = pattern.source
+            if signature.kind == "symptom":
+                source = f"{_WORD_EDGE}{source}{_WORD_END}"
+            by_anchor[pattern.anchor].append((cell, j, re.compile(source), pattern.words))
+    always = by_anchor.pop("", [])
+    anchors = sorted(by_anchor)
+    automaton = ahocorasick_rs.AhoCorasick(anchors) if anchors else None
+    first: dict[tuple[str, str], tuple[int, int]] = {}  # (text's cell, pattern's cell) -> (i, j)
+    for cell in cells:
+        for i, signature in enumerate(cell.entry.signatures):
+            lower = signature.text.lower()
+            normal = normalise(signature.text)
+            present = {anchors[k] for k, _, _ in automaton.find_matches_as_indexes(lower, overlapping=True)} \
+                if automaton else set()
+            for other, j, regex, words in always + [c for a in sorted(present) for c in by_anchor[a]]:
+                key = (cell.id, other.id)
+                if other.id == cell.id or (key in first and first[key] <= (i, j)):
+                    continue
+                if all(word in lower for word in words) and regex.search(normal):
+                    first[key] = (i, j)
+    by_id = {c.id: c for c in cells}
+    pairs = []
+    for a_id, b_id in sorted({tuple(sorted(key)) for key in first}):
+        a, b = by_id[a_id], by_id[b_id]
+        if any(r.id == b.id for r in a.entry.related) or any(r.id == a.id for r in b.entry.related):
+            continue
+        if (a.id, b.id) in first:
+            i, j = first[(a.id, b.id)]  # a's text i is matched by b's signature j
+        else:
+            j, i = first[(b.id, a.id)]
+        pairs.append((a, i, b, j))
+    return pairs
+
+
+def _look_alikes(cells: list[Cell]) -> list[Problem]:
+    """KB047: two cells whose signatures match one same line list each other in `related`."""
+    problems: list[Problem] = []
+    for a, i, b, j in look_alike_pairs(cells):
+        for cell, k, other, m in ((a, i, b, j), (b, j, a, i)):
+            loc = ("signatures", k, "text")
+            problems.append(Problem(
+                cell.path, cell.line_of(loc), dotted(loc),
+                f"a log line this signature fits is also matched by {other.id} signatures[{m}]; "
+                "the two cells must list each other in related (how: look-alike)",
+                "KB047", cell.entry.signatures[k].text))
+    return problems
+
+
+def _one_way_related(cells: list[Cell]) -> list[Problem]:
+    """KB048: a `related` link goes both ways."""
+    problems: list[Problem] = []
+    by_id = {c.id: c for c in cells}
+    for cell in cells:
+        for i, related in enumerate(cell.entry.related):
+            other = by_id.get(related.id)
+            if other is None or other.id == cell.id or any(r.id == cell.id for r in other.entry.related):
+                continue  # unknown ids and self links are KB036 and KB037
+            loc = ("related", i, "id")
+            problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                    f"{other.id} does not list this cell back; add `- id: {cell.id}` to the "
+                                    f"related list of {other.path.name}", "KB048", related.id))
+    return problems
+
+
+def _status_against_links(cells: list[Cell]) -> list[Problem]:
+    """KB049: a status that its own upstream links and components contradict."""
+    problems: list[Problem] = []
+    for cell in cells:
+        e = cell.entry
+        state = e.status.state
+        message = None
+        if state in ("fixed-release", "fixed-main"):
+            landed = any(link.state in ("merged", "published") for link in e.upstream)
+            pinned = any(c.fixed_in or c.fixed_commit for c in e.components)
+            if not landed and not pinned:
+                message = (f"status '{state}' says a fix landed, but no upstream link is merged or published "
+                           "and no component has fixed_in or fixed_commit; add the merged link or the fixed "
+                           "version, or change the state")
+        elif state == "fix-proposed" and not any(link.kind == "pr" and link.state == "open" for link in e.upstream):
+            message = ("status 'fix-proposed' needs an open pull request among the upstream links; add it "
+                       "(kind: pr, state: open), or change the state (merged: fixed-main)")
+        if message:
+            loc = ("status", "state")
+            problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc), message, "KB049", state))
     return problems
 
 
@@ -186,6 +318,7 @@ def check(paths: list[Path]) -> Result:
         problems.extend(loaded.problems)
         if loaded.data is None:
             continue
+        problems.extend(_todo_markers(loaded))
         entry, found = _validate(loaded, cell_id)
         problems.extend(found)
         if cell_id in first_path:

@@ -57,10 +57,15 @@ class _Reject(Exception):
         self.problem = (line, loc, message, code)
 
 
-def _scalar(node: yaml.ScalarNode, constructor: yaml.SafeLoader):
+def _scalar(node: yaml.ScalarNode, constructor: yaml.SafeLoader, loc: Loc):
     if node.tag == "tag:yaml.org,2002:timestamp":
         return node.value  # dates stay strings; the schema checks them
-    return constructor.construct_object(node, deep=True)
+    try:
+        return constructor.construct_object(node, deep=True)
+    except (ValueError, KeyError, IndexError, TypeError, yaml.YAMLError):
+        kind = node.tag.rsplit(":", 1)[-1]
+        raise _Reject(node.start_mark.line + 1, _dotted(loc),
+                      f"{node.value[:40]!r} cannot be read as YAML {kind}; quote it to write text", "KB022") from None
 
 
 def _build(node, loc: Loc, lines: dict, constructor, depth: int):
@@ -88,7 +93,7 @@ def _build(node, loc: Loc, lines: dict, constructor, depth: int):
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, loc + (i,), lines, constructor, depth + 1) for i, item in enumerate(node.value)]
-    return _scalar(node, constructor)
+    return _scalar(node, constructor, loc)
 
 
 def _dotted(loc: Loc) -> str:

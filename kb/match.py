@@ -173,6 +173,7 @@ def export(rule_list: list[Rule]) -> dict:
     return {
         "version": 1,
         "window": WINDOW,
+        "passes": normalise.MAX_PASSES,
         "normalise": normalise.export(),
         "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
                    "anchor": r.anchor, "words": list(r.words), "weight": r.weight, "url": r.url, "title": r.title}

@@ -44,14 +44,27 @@ def _compiled() -> list[tuple[re.Pattern, str]]:
     return [(re.compile(pattern), replacement.replace("$1", r"\1")) for _, pattern, replacement in RULES]
 
 
+MAX_PASSES = 8
+
+
 def normalise(text: str) -> str:
-    """The comparable form of a line: lower case, variable parts removed or made canonical."""
+    """The comparable form of a line: lower case, variable parts removed or made canonical.
+
+    The rules run again until the line stops changing (a prefix may hide another), so
+    normalising a normalised line changes nothing."""
     line = text.lower()
-    for pattern, replacement in _compiled():
-        line = pattern.sub(replacement, line)
-    return line.strip()
+    for _ in range(MAX_PASSES):
+        before = line
+        for pattern, replacement in _compiled():
+            line = pattern.sub(replacement, line)
+        line = line.strip()
+        if line == before:
+            break
+    return line
 
 
 def export() -> list[dict]:
     """The rules for the browser (`[{name, pattern, replacement}]`, replacement in `$1` form)."""
     return [{"name": name, "pattern": pattern, "replacement": replacement} for name, pattern, replacement in RULES]
+
+

@@ -101,7 +101,7 @@ class Site:
         for facet, groups in self.facet_index.items():
             urls.add(facet_url(facet))
             urls.update(facet_url(facet, value) for value in groups)
-        urls.update((matrix.URL, freshness.URL))
+        urls.update((matrix.URL, freshness.URL, "rules/"))
         return sorted(urls)
 
 
@@ -178,4 +178,7 @@ class Renderer:
         pages += self.indexes()
         pages.append(self.triage())
         pages += [matrix.page(self), freshness.page(self)]
+        from kb.rulespage import rules_page  # it builds on Page, defined here
+
+        pages.append(rules_page(self))
         return pages

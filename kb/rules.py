@@ -1,6 +1,13 @@
-"""The linter's rules: a stable code, a short name and the statement a contributor reads.
+"""The linter's rules: a stable code, a short name, the statement a contributor reads, and an
+example of input that passes (`good`) and input that breaks the rule (`bad`).
 
 Codes never change meaning once published; a retired rule keeps its number.
+
+Examples are short fragments of an entry: the top-level keys shown replace those of the
+canonical entry (tests/fixtures/good/mla-decode-fp8-kv-triton-shared-memory.yaml). A line
+`# kb/entries/<id>.yaml` starts a file of that name, for rules about file names and rules across
+records. The other comments describe what the fragment cannot show (bytes, sizes).
+`tests/test_rules.py` checks that every good example passes and every bad one breaks its rule.
 """
 
 from __future__ import annotations
@@ -13,46 +20,162 @@ class Rule:
     code: str
     name: str
     statement: str
+    good: str = ""
+    bad: str = ""
 
+
+_A = "# kb/entries/plan-index-a.yaml\n"
+_B = "# kb/entries/plan-index-b.yaml\n"
+_SIG_A = 'signatures: [{text: "RuntimeError: Plan index 3 is invalid", kind: exception}]\n'
+_SIG_B = 'signatures: [{text: "cuDNN plan index 3 out of range", kind: log-line}]\n'
+_REL_A = "related: [{id: plan-index-b, how: look-alike}]\n"
+_REL_B = "related: [{id: plan-index-a, how: look-alike}]\n"
+_PR = "https://github.com/vllm-project/vllm/pull/54013"
 
 RULES = {rule.code: rule for rule in [
-    Rule("KB001", "utf8", "An entry file is readable UTF-8 text."),
-    Rule("KB002", "no-bom", "An entry file does not start with a byte-order mark."),
-    Rule("KB003", "yaml-syntax", "An entry file is well-formed YAML."),
-    Rule("KB004", "top-mapping", "The top level of an entry is a mapping of fields."),
-    Rule("KB005", "duplicate-key", "A key appears at most once in a mapping."),
-    Rule("KB006", "plain-yaml", "Only plain YAML types are used: no tags that construct objects."),
-    Rule("KB007", "no-aliases", "No YAML anchors or aliases: every value is written out."),
-    Rule("KB008", "shallow", "Nesting stays within 12 levels."),
-    Rule("KB009", "file-size", "One entry file is at most 256 KiB."),
-    Rule("KB010", "id-form", "The file name (the cell id) is lowercase words, digits and hyphens, ending in .yaml."),
-    Rule("KB011", "id-not-repeated", "The id is the file name and is not written inside the file."),
-    Rule("KB020", "required", "Every required field is present."),
-    Rule("KB021", "known-field", "Only fields of the schema are used (see `kb schema`)."),
-    Rule("KB022", "type", "Each field has the type the schema gives it (text, number, list, mapping)."),
-    Rule("KB023", "choice", "Fields with a fixed set of values use one of them."),
-    Rule("KB024", "length", "Text and lists stay within their length limits and patterns."),
-    Rule("KB025", "not-blank", "Text fields are not empty or only whitespace."),
-    Rule("KB026", "trimmed", "Plain text does not start or end with whitespace."),
-    Rule("KB027", "value-or-series", "A measurement has exactly one of a single value or a series of rows."),
-    Rule("KB028", "link-state", "An upstream link's state fits its kind (a PR can be merged, an issue cannot)."),
-    Rule("KB029", "valid-value", "A value passes its field's check."),
-    Rule("KB030", "literal-exact", "A literal signature is one line with no tabs and no leading or trailing spaces."),
-    Rule("KB031", "no-controls", "Text has no control characters or bidirectional overrides."),
-    Rule("KB032", "unique-signature", "A cell lists each signature text once."),
-    Rule("KB033", "public-link", "Links are https URLs of a known public tracker form (GitHub issue, PR, commit, release, docs)."),
-    Rule("KB034", "date", "Dates are real, written YYYY-MM-DD (or YYYY-MM for an as-of month), and not in the future."),
-    Rule("KB035", "version", "Version ranges are PEP 440 specifiers and versions are PEP 440 versions."),
-    Rule("KB036", "related-exists", "A related id names an existing cell."),
-    Rule("KB037", "related-not-self", "A cell is not related to itself."),
-    Rule("KB038", "unique-id", "Two entry files do not share one id."),
-    Rule("KB039", "dates-ordered", "A cell's 'updated' date is not before its 'published' date."),
-    Rule("KB040", "own-primary", "A cell's first signature is its own: no other cell lists the same text."),
-    Rule("KB041", "unique-url", "Two different signature texts never share one URL slug."),
-    Rule("KB042", "no-raw-html", "Markdown prose has no raw HTML; code goes in backticks."),
-    Rule("KB043", "https-links", "Links inside Markdown prose are https URLs."),
-    Rule("KB044", "placeholder-grammar", "A signature's match pattern uses only the placeholders {int} {num} {hex} {size} {path} {pid} {id} {rest}, never touching, {rest} last."),
-    Rule("KB045", "pattern-fits-text", "A signature's match pattern matches the signature's own literal text."),
+    Rule("KB001", "utf8", "An entry file is readable UTF-8 text.",
+         good="# the file saved as UTF-8\ntitle: Décodage MLA fails on GB10",
+         bad="# the same file saved as Latin-1: é is the single byte 0xe9\ntitle: Décodage MLA fails on GB10"),
+    Rule("KB002", "no-bom", "An entry file does not start with a byte-order mark.",
+         good="# the file starts with its first key\ntitle: MLA decode runs out of shared memory",
+         bad="# the file starts with the bytes EF BB BF (a byte-order mark), then\ntitle: MLA decode runs out of shared memory"),
+    Rule("KB003", "yaml-syntax", "An entry file is well-formed YAML.",
+         good='title: "Plan index 1 is invalid: cuDNN on GB10"',
+         bad="title: Plan index 1 is invalid: cuDNN on GB10"),
+    Rule("KB004", "top-mapping", "The top level of an entry is a mapping of fields.",
+         good="title: MLA decode runs out of shared memory\nsymptoms: [crash]",
+         bad="- title: MLA decode runs out of shared memory\n- symptoms: [crash]"),
+    Rule("KB005", "duplicate-key", "A key appears at most once in a mapping.",
+         good="title: MLA decode runs out of shared memory\nsummary: Dies on the first decoded token.",
+         bad="title: MLA decode runs out of shared memory\ntitle: MLA decode needs 102,400 bytes"),
+    Rule("KB006", "plain-yaml", "Only plain YAML types are used: no tags that construct objects.",
+         good="summary: Dies on the first decoded token.",
+         bad="summary: !!python/object/apply:os.system [id]"),
+    Rule("KB007", "no-aliases", "No YAML anchors or aliases: every value is written out.",
+         good="title: MLA decode runs out of shared memory\nsummary: MLA decode runs out of shared memory on GB10.",
+         bad="title: &t MLA decode runs out of shared memory\nsummary: *t"),
+    Rule("KB008", "shallow", "Nesting stays within 12 levels.",
+         good="symptoms: [crash]",
+         bad="symptoms: [[[[[[[[[[[[crash]]]]]]]]]]]]"),
+    Rule("KB009", "file-size", "One entry file is at most 256 KiB.",
+         good="# one cell: a few KiB of YAML; long logs stay upstream, linked\nmechanism: The kernel asks for 102,400 bytes.",
+         bad="# a 300 KiB file: a whole log pasted into the mechanism\nmechanism: |\n  INFO 12-01 10:00:00 ... (20,000 more lines)"),
+    Rule("KB010", "id-form", "The file name (the cell id) is lowercase words, digits and hyphens, ending in .yaml.",
+         good="# kb/entries/mla-decode-fp8-kv-shared-memory.yaml\n",
+         bad="# kb/entries/MLA_decode_fp8.yaml\n"),
+    Rule("KB011", "id-not-repeated", "The id is the file name and is not written inside the file.",
+         good="# kb/entries/mla-decode-fp8-kv-shared-memory.yaml\ntitle: MLA decode runs out of shared memory",
+         bad="# kb/entries/mla-decode-fp8-kv-shared-memory.yaml\nid: mla-decode-fp8-kv-shared-memory\n"
+             "title: MLA decode runs out of shared memory"),
+    Rule("KB020", "required", "Every required field is present.",
+         good="title: MLA decode runs out of shared memory\nsummary: Dies on the first decoded token.",
+         bad="# no title: line at all\nsummary: Dies on the first decoded token."),
+    Rule("KB021", "known-field", "Only fields of the schema are used (see `kb schema`).",
+         good="symptoms: [crash]",
+         bad="symptoms: [crash]\nseverity: high"),
+    Rule("KB022", "type", "Each field has the type the schema gives it (text, number, list, mapping).",
+         good="symptoms: [crash]",
+         bad="symptoms: crash"),
+    Rule("KB023", "choice", "Fields with a fixed set of values use one of them.",
+         good="symptoms: [crash, hang]",
+         bad="symptoms: [crash, melted]"),
+    Rule("KB024", "length", "Text and lists stay within their length limits and patterns.",
+         good="hardware: {architectures: [sm_121], gpus: [GB10]}",
+         bad="hardware: {architectures: [sm_121], gpus: []}"),
+    Rule("KB025", "not-blank", "Text fields are not empty or only whitespace.",
+         good="title: MLA decode runs out of shared memory",
+         bad='title: "   "'),
+    Rule("KB026", "trimmed", "Plain text does not start or end with whitespace.",
+         good='title: "MLA decode runs out of shared memory"',
+         bad='title: "MLA decode runs out of shared memory "'),
+    Rule("KB027", "value-or-series", "A measurement has exactly one of a single value or a series of rows.",
+         good="measurements:\n  - {quantity: Shared memory needed, unit: bytes, value: 102400,\n"
+              f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",
+         bad="measurements:\n  - {quantity: Shared memory needed, unit: bytes,\n"
+             f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}"),
+    Rule("KB028", "link-state", "An upstream link's state fits its kind (a PR can be merged, an issue cannot).",
+         good=f"upstream: [{{kind: pr, url: '{_PR}', state: open, as_of: 2026-09}}]",
+         bad="upstream: [{kind: issue, url: 'https://github.com/vllm-project/vllm/issues/53748', state: merged, "
+             "as_of: 2026-09}]"),
+    Rule("KB029", "valid-value", "A value passes its field's check.",
+         good='title: "MLA decode runs out of shared memory"',
+         bad='title: "MLA decode runs out of \\ud800 shared memory"  # a lone surrogate is not text'),
+    Rule("KB030", "literal-exact", "A literal signature is one line with no tabs and no leading or trailing spaces.",
+         good='signatures: [{text: "OutOfResources: out of resource: shared memory", kind: exception}]',
+         bad='signatures: [{text: "OutOfResources: out of resource: shared memory ", kind: exception}]'),
+    Rule("KB031", "no-controls", "Text has no control characters or bidirectional overrides.",
+         good='title: "MLA decode runs out of shared memory"',
+         bad='title: "MLA decode runs out of \\u202eshared memory"'),
+    Rule("KB032", "unique-signature", "A cell lists each signature text once.",
+         good="signatures:\n  - {text: 'OutOfResources: out of resource', kind: exception}\n"
+              "  - {text: _decode_grouped_att_m_fwd shared memory, kind: symptom}",
+         bad="signatures:\n  - {text: 'OutOfResources: out of resource', kind: exception}\n"
+             "  - {text: 'OutOfResources: out of resource', kind: log-line}"),
+    Rule("KB033", "public-link", "Links are https URLs of a known public tracker form (GitHub issue, PR, commit, release, docs).",
+         good=f"status: {{state: fix-proposed, as_of: 2026-09, source: '{_PR}'}}",
+         bad="status: {state: fix-proposed, as_of: 2026-09, source: 'http://example.com/my-notes'}"),
+    Rule("KB034", "date", "Dates are real, written YYYY-MM-DD (or YYYY-MM for an as-of month), and not in the future.",
+         good="published: 2026-02-28\nupdated: 2026-12-02",
+         bad="published: 2026-02-30\nupdated: 2026-12-02"),
+    Rule("KB035", "version", "Version ranges are PEP 440 specifiers and versions are PEP 440 versions.",
+         good="components: [{package: flashinfer, role: raises, affected: '>=0.6.0,<0.6.18', fixed_in: 0.6.18.post1}]",
+         bad="components: [{package: flashinfer, role: raises, affected: '0.6.x', fixed_in: soon}]"),
+    Rule("KB036", "related-exists", "A related id names an existing cell.",
+         good=_A + _SIG_A + _REL_A + _B + _SIG_B + _REL_B,
+         bad=_A + _SIG_A + "related: [{id: plan-index-c, how: look-alike}]  # no kb/entries/plan-index-c.yaml\n"),
+    Rule("KB037", "related-not-self", "A cell is not related to itself.",
+         good=_A + _SIG_A + _REL_A + _B + _SIG_B + _REL_B,
+         bad=_A + _SIG_A + "related: [{id: plan-index-a, how: look-alike}]\n"),
+    Rule("KB038", "unique-id", "Two entry files do not share one id.",
+         good="# checked together: kb/entries/plan-index-a.yaml and kb/entries/plan-index-b.yaml\n",
+         bad="# checked together: kb/entries/plan-index-a.yaml and drafts/plan-index-a.yaml\n"),
+    Rule("KB039", "dates-ordered", "A cell's 'updated' date is not before its 'published' date.",
+         good="published: 2026-12-01\nupdated: 2026-12-02",
+         bad="published: 2026-12-02\nupdated: 2026-12-01"),
+    Rule("KB040", "own-primary", "A cell's first signature is its own: no other cell lists the same text.",
+         good=_A + 'signatures: [{text: "RuntimeError: Plan index 3 is invalid", kind: exception},\n'
+                   '             {text: "cuDNN plan failed", kind: log-line}]\n' + _REL_A
+              + _B + 'signatures: [{text: "cuDNN plan index 3 out of range", kind: log-line},\n'
+                     '             {text: "cuDNN plan failed", kind: log-line}]  # shared, not first\n' + _REL_B,
+         bad=_A + _SIG_A + _REL_A + _B + _SIG_B.replace("]", ",\n             "
+                                                       '{text: "RuntimeError: Plan index 3 is invalid", '
+                                                       'kind: exception}]', 1) + _REL_B),
+    Rule("KB041", "unique-url", "Two different signature texts never share one URL slug.",
+         good="# 'CUDA error: misaligned address' -> e/cuda-error-misaligned-address-f06d32ead0/\n"
+              "# 'CUDA Error: misaligned address' -> e/cuda-error-misaligned-address-88d8767a41/",
+         bad="# two different texts given one slug (only if the hash in the slug were cut too short)\n"
+             "# 'CUDA error: misaligned address' -> e/cuda-error-misaligned-address/\n"
+             "# 'CUDA Error: misaligned address' -> e/cuda-error-misaligned-address/"),
+    Rule("KB042", "no-raw-html", "Markdown prose has no raw HTML; code goes in backticks.",
+         good="mechanism: The `<stdin>` frame is where `_decode_grouped_att_m_fwd` is called.",
+         bad="mechanism: The <b>decode</b> kernel asks for too much shared memory."),
+    Rule("KB043", "https-links", "Links inside Markdown prose are https URLs.",
+         good=f"mechanism: See [the fix]({_PR}).",
+         bad="mechanism: See [the fix](http://github.com/vllm-project/vllm/pull/54013)."),
+    Rule("KB044", "placeholder-grammar", "A signature's match pattern uses only the placeholders {int} {num} {hex} {size} {path} {pid} {id} {rest}, never touching, {rest} last.",
+         good='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan index {int} is invalid"}]',
+         bad='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan index {number} is invalid"}]'),
+    Rule("KB045", "pattern-fits-text", "A signature's match pattern matches the signature's own literal text.",
+         good='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan index {int} is invalid"}]',
+         bad='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan {int} is invalid"}]'),
+    Rule("KB046", "no-todo", "No TODO marker is left: every placeholder `kb new` wrote is filled in or deleted.",
+         good="summary: Serving an MLA model with an fp8 KV cache dies on the first decoded token.",
+         bad='summary: "TODO: who hits this, when, and what happens"'),
+    Rule("KB047", "look-alikes-related", "Two cells whose signatures match one same log line list each other in `related`.",
+         good=_A + _SIG_A + _REL_A + _B
+              + 'signatures: [{text: "RuntimeError: Plan index 7 is invalid", kind: exception,\n'
+                '              match: "RuntimeError: Plan index {int} is invalid"}]\n' + _REL_B,
+         bad=_A + _SIG_A + "related: []\n" + _B
+             + 'signatures: [{text: "RuntimeError: Plan index 7 is invalid", kind: exception,\n'
+               '              match: "RuntimeError: Plan index {int} is invalid"}]\n' + "related: []\n"),
+    Rule("KB048", "related-mutual", "A related link goes both ways: if A lists B, B lists A.",
+         good=_A + _SIG_A + _REL_A + _B + _SIG_B + _REL_B,
+         bad=_A + _SIG_A + _REL_A + _B + _SIG_B + "related: []\n"),
+    Rule("KB049", "status-fits-links", "A status agrees with its own links: fixed-release or fixed-main needs a merged or published upstream link or a component's fixed_in or fixed_commit; fix-proposed needs an open pull request.",
+         good=f"status: {{state: fixed-main, as_of: 2026-10, source: '{_PR}'}}\n"
+              f"upstream: [{{kind: pr, url: '{_PR}', state: merged, as_of: 2026-10}}]",
+         bad=f"status: {{state: fixed-main, as_of: 2026-10, source: '{_PR}'}}\n"
+             f"upstream: [{{kind: pr, url: '{_PR}', state: open, as_of: 2026-10}}]"),
 ]}
 
 

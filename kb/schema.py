@@ -169,7 +169,7 @@ VersionStr = Annotated[str, Field(max_length=60), AfterValidator(_version)]
 SourceUrl = Annotated[str, Field(max_length=300), AfterValidator(_source)]
 Package = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=40)]
 CellId = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
-Number = Union[int, float]
+Number = Union[int, Annotated[float, Field(allow_inf_nan=False)]]
 
 SymptomClass = Literal["out-of-memory", "crash", "hang", "wrong-output", "startup-failure", "performance"]
 StatusState = Literal["fixed-release", "fixed-main", "fix-proposed", "workaround-only", "device-limit",

@@ -27,16 +27,23 @@
           (byAnchor[rule.anchor] = byAnchor[rule.anchor] || []).push(rule);
         });
         var anchors = Object.keys(byAnchor).sort();
-        return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window };
+        return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window,
+                 passes: data.passes };
       });
     }
     return engine;
   }
 
   function normalise(e, line) {
+    // The rules run again until the line stops changing, as in kb/normalise.py.
     var text = line.toLowerCase();
-    e.normalise.forEach(function (pair) { text = text.replace(pair[0], pair[1]); });
-    return text.trim();
+    for (var pass = 0; pass < e.passes; pass++) {
+      var before = text;
+      e.normalise.forEach(function (pair) { text = text.replace(pair[0], pair[1]); });
+      text = text.trim();
+      if (text === before) break;
+    }
+    return text;
   }
 
   function match(e, text) {

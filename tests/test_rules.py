@@ -1,0 +1,369 @@
+"""The rules: every rule has a statement and two examples, the examples do what they say, the
+rules page and `kb check --explain` show them; the rules across records (KB047 look-alikes,
+KB048 one-way related links, KB049 a status its own links contradict) on small folders."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kb import cli, lint
+from kb.pages import Renderer, Site
+from kb.rules import RULES
+from kb.rulespage import rules_page
+
+from conftest import FIXTURES, ROOT
+
+GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
+GOOD_TEXT = GOOD.read_text(encoding="utf-8")
+HEADER = re.compile(r"^# kb/entries/(\S+)\s*$", re.M)
+KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:", re.M)
+NEW_RULES = {"KB046", "KB047", "KB048", "KB049"}
+
+# Rules whose examples are not fragments of an entry (bytes, sizes, a missing key, a second
+# folder, a hash collision): each has its own test below.
+BESPOKE = {"KB001", "KB002", "KB004", "KB009", "KB020", "KB038", "KB041"}
+
+
+def _overlay(fragment: str) -> str:
+    """The canonical entry with the top-level keys of `fragment` replaced by the fragment."""
+    keys = set(KEY.findall(fragment))
+    kept: list[str] = []
+    dropping = False
+    for line in GOOD_TEXT.splitlines(keepends=True):
+        if line[:1] not in (" ", "\n", ""):
+            top = KEY.match(line)
+            dropping = bool(top) and top.group(1) in keys
+        if not dropping:
+            kept.append(line)
+    return "".join(kept) + fragment.rstrip("\n") + "\n"
+
+
+def _files(example: str) -> dict[str, str]:
+    """File name -> text for an example: one file per `# kb/entries/<name>` header."""
+    parts = HEADER.split(example)
+    if len(parts) == 1:
+        return {GOOD.name: _overlay(example)}
+    files = {}
+    for name, fragment in zip(parts[1::2], parts[2::2]):
+        files[name] = _overlay(fragment)
+    return files
+
+
+def _lint_example(tmp_path: Path, example: str):
+    paths = []
+    for name, text in _files(example).items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return lint.check(paths).problems
+
+
+def test_every_rule_has_a_statement_and_two_examples():
+    assert NEW_RULES <= set(RULES)
+    assert len({rule.name for rule in RULES.values()}) == len(RULES)
+    for code, rule in RULES.items():
+        assert re.fullmatch(r"KB0\d\d", code) and rule.code == code
+        assert rule.statement.endswith(".") and "\n" not in rule.statement, code
+        assert rule.good.strip() and rule.bad.strip() and rule.good != rule.bad, code
+
+
+@pytest.mark.parametrize("code", sorted(set(RULES) - BESPOKE))
+def test_good_example_passes_and_bad_example_breaks_its_rule(tmp_path, code):
+    rule = RULES[code]
+    (tmp_path / "good").mkdir()
+    (tmp_path / "bad").mkdir()
+    assert [p.format() for p in _lint_example(tmp_path / "good", rule.good)] == []
+    found = _lint_example(tmp_path / "bad", rule.bad)
+    assert code in {p.code for p in found}, [p.format() for p in found]
+
+
+def test_kb001_latin1_file(tmp_path):
+    path = tmp_path / GOOD.name
+    path.write_bytes(_overlay(RULES["KB001"].good).encode("latin-1"))
+    assert [p.code for p in lint.check([path]).problems] == ["KB001"]
+    path.write_bytes(_overlay(RULES["KB001"].good).encode("utf-8"))
+    assert lint.check([path]).problems == []
+
+
+def test_kb002_byte_order_mark(tmp_path):
+    path = tmp_path / GOOD.name
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD_TEXT.encode("utf-8"))
+    assert [p.code for p in lint.check([path]).problems] == ["KB002"]
+
+
+def test_kb004_list_at_the_top(tmp_path):
+    path = tmp_path / GOOD.name
+    path.write_text(RULES["KB004"].bad + "\n", encoding="utf-8")
+    assert [p.code for p in lint.check([path]).problems] == ["KB004"]
+
+
+def test_kb009_oversized_file(tmp_path):
+    path = tmp_path / GOOD.name
+    path.write_text(GOOD_TEXT + "# " + "x" * (300 * 1024) + "\n", encoding="utf-8")
+    assert [p.code for p in lint.check([path]).problems] == ["KB009"]
+
+
+def test_kb020_missing_title(tmp_path):
+    path = tmp_path / GOOD.name
+    path.write_text(re.sub(r"^title: .*\n", "", GOOD_TEXT, flags=re.M), encoding="utf-8")
+    assert [(p.code, p.loc) for p in lint.check([path]).problems] == [("KB020", "title")]
+
+
+def test_kb038_one_id_in_two_folders(tmp_path):
+    for folder in ("entries", "drafts"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "plan-index-a.yaml").write_text(GOOD_TEXT, encoding="utf-8")
+    codes = [p.code for p in lint.check([tmp_path / "entries", tmp_path / "drafts"]).problems]
+    assert codes == ["KB038"]
+
+
+def test_kb041_example_slugs_are_the_real_ones():
+    from kb.slug import slug
+
+    for text, url in re.findall(r"'([^']+)' -> e/([a-z0-9-]+)/", RULES["KB041"].good):
+        assert slug(text) == url
+
+
+# --- kb check --explain -------------------------------------------------------------------
+
+def test_explain_prints_code_name_statement_and_examples(capsys):
+    assert cli.main(["check", "--explain", "KB047"]) == 0
+    out = capsys.readouterr().out
+    rule = RULES["KB047"]
+    assert out.startswith(f"KB047 {rule.name}\n  {rule.statement}\npasses:\n")
+    for line in rule.good.splitlines() + rule.bad.splitlines():
+        assert f"    {line}\n" in out
+    assert out.index("passes:") < out.index("fails:")
+
+
+def test_explain_accepts_lower_case(capsys):
+    assert cli.main(["check", "--explain", "kb046"]) == 0
+    assert capsys.readouterr().out.startswith("KB046 no-todo\n")
+
+
+@pytest.mark.parametrize("code", ["KB999", "KB012", "nonsense", ""])
+def test_explain_unknown_code_exits_2(capsys, code):
+    assert cli.main(["check", "--explain", code]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "no rule" in captured.err and "KB001" in captured.err
+
+
+# --- the rules page ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def page():
+    cells = lint.check([ROOT / "kb" / "entries"]).cells
+    return rules_page(Renderer(Site(cells)))
+
+
+def test_rules_page_lists_every_rule_with_its_examples(page):
+    from markupsafe import escape
+
+    assert (page.url, page.kind, page.src) == ("rules/", "index", "rules.md")
+    for code, rule in RULES.items():
+        assert f'id="{code.lower()}" data-code="{code}"' in page.body
+        assert f"<code>{escape(rule.good)}</code>" in page.body
+        assert f"<code>{escape(rule.bad)}</code>" in page.body
+    assert page.body.count('class="kb-rule"') == len(RULES)
+
+
+def test_rules_page_escapes_the_examples(page):
+    assert "<b>decode</b>" not in page.body
+    assert "&lt;b&gt;decode&lt;/b&gt;" in page.body
+    assert "!!python/object/apply" in page.body  # shown as text, never loaded
+
+
+# --- rules across records, in small folders ----------------------------------------------
+
+PR = "https://github.com/vllm-project/vllm/pull/54013"
+
+
+def _cell(folder: Path, name: str, fragment: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(_overlay(fragment), encoding="utf-8")
+    return path
+
+
+def _sig(text: str, kind: str = "exception", match: str | None = None) -> str:
+    extra = f", match: {match!r}" if match else ""
+    return f"signatures: [{{text: {text!r}, kind: {kind}{extra}}}]\n"
+
+
+def _rel(*ids: str) -> str:
+    return "related: [" + ", ".join(f"{{id: {i}, how: look-alike}}" for i in ids) + "]\n"
+
+
+def _line(path: Path, needle: str) -> int:
+    """The number of the last line of `path` that contains `needle` (the fragment comes last)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return max(n for n, line in enumerate(lines, 1) if needle in line)
+
+
+def _found(folder: Path, code: str | None = None):
+    problems = lint.check([folder]).problems
+    return [(p.path.name, p.code, p.line, p.loc) for p in problems if code is None or p.code == code]
+
+
+def test_kb047_pattern_overlap_is_reported_on_both_cells(tmp_path):
+    _cell(tmp_path, "a", _sig("RuntimeError: Plan index 3 is invalid") + _rel())
+    _cell(tmp_path, "b", _sig("RuntimeError: Plan index 7 is invalid", match="RuntimeError: Plan index {int} is invalid")
+          + _rel())
+    problems = lint.check([tmp_path]).problems
+    assert [(p.path.name, p.code, p.loc) for p in problems] == [
+        ("a.yaml", "KB047", "signatures[0].text"), ("b.yaml", "KB047", "signatures[0].text")]
+    assert "b signatures[0]" in problems[0].message and "a signatures[0]" in problems[1].message
+    text = (tmp_path / "a.yaml").read_text(encoding="utf-8").splitlines()
+    assert "Plan index 3" in text[problems[0].line - 1]
+
+
+def test_kb047_literal_text_inside_a_longer_line(tmp_path):
+    _cell(tmp_path, "a", _sig("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") + _rel())
+    _cell(tmp_path, "b", _sig("CUDA out of memory", kind="log-line") + _rel())
+    assert [c for _, c, _, _ in _found(tmp_path)] == ["KB047", "KB047"]
+
+
+def test_kb047_later_signature_is_the_one_named(tmp_path):
+    _cell(tmp_path, "a", "signatures:\n  - {text: 'Only a prints this', kind: log-line}\n"
+          "  - {text: 'cudaErrorMisalignedAddress: misaligned address', kind: exception}\n" + _rel())
+    b = _cell(tmp_path, "b", _sig("cudaErrorMisalignedAddress: misaligned address") + _rel())
+    assert _found(tmp_path, "KB047") == [("a.yaml", "KB047", _line(tmp_path / "a.yaml", "cudaError"), "signatures[1].text"),
+                                         ("b.yaml", "KB047", _line(b, "cudaError"), "signatures[0].text")]
+
+
+def test_kb047_symptom_matches_whole_words_only(tmp_path):
+    _cell(tmp_path, "a", _sig("ValueError: unsupported dtype fp8e4m3", kind="exception") + _rel())
+    _cell(tmp_path, "b", _sig("fp8e4", kind="symptom") + _rel())
+    assert _found(tmp_path) == []
+    _cell(tmp_path, "b", _sig("dtype fp8e4m3", kind="symptom") + _rel())
+    assert [c for _, c, _, _ in _found(tmp_path)] == ["KB047", "KB047"]
+
+
+def test_kb047_related_cells_pass_and_different_lines_pass(tmp_path):
+    _cell(tmp_path, "a", _sig("RuntimeError: Plan index 3 is invalid") + _rel("b"))
+    _cell(tmp_path, "b", _sig("RuntimeError: Plan index 7 is invalid", match="RuntimeError: Plan index {int} is invalid")
+          + _rel("a"))
+    _cell(tmp_path, "c", _sig("RuntimeError: Plan count 3 is invalid") + _rel())
+    assert _found(tmp_path) == []
+
+
+def test_one_way_relation_is_kb048_not_kb047(tmp_path):
+    _cell(tmp_path, "a", _sig("RuntimeError: Plan index 3 is invalid") + _rel("b"))
+    _cell(tmp_path, "b", _sig("RuntimeError: Plan index 7 is invalid", match="RuntimeError: Plan index {int} is invalid")
+          + _rel())
+    problems = lint.check([tmp_path]).problems
+    assert [(p.path.name, p.code, p.loc, p.got) for p in problems] == [("a.yaml", "KB048", "related[0].id", "b")]
+    assert "add `- id: a` to the related list of b.yaml" in problems[0].message
+
+
+def test_kb048_each_one_way_link_once(tmp_path):
+    a = _cell(tmp_path, "a", _sig("Only a prints this") + _rel("b", "c"))
+    _cell(tmp_path, "b", _sig("Only b prints this") + _rel("a"))
+    c = _cell(tmp_path, "c", _sig("Only c prints this") + _rel("b"))
+    assert _found(tmp_path) == [("a.yaml", "KB048", _line(a, "related:"), "related[1].id"),
+                                ("c.yaml", "KB048", _line(c, "related:"), "related[0].id")]
+
+
+def test_kb048_leaves_unknown_and_self_links_to_kb036_and_kb037(tmp_path):
+    _cell(tmp_path, "a", _sig("Only a prints this") + _rel("nowhere", "a"))
+    assert [c for _, c, _, _ in _found(tmp_path)] == ["KB036", "KB037"]
+
+
+def _status(state: str) -> str:
+    return f"status: {{state: {state}, as_of: 2026-10, source: '{PR}'}}\n"
+
+
+def _links(*kinds_states: tuple[str, str]) -> str:
+    urls = {"pr": PR, "issue": "https://github.com/vllm-project/vllm/issues/53748",
+            "commit": "https://github.com/vllm-project/vllm/commit/1a2b3c4d",
+            "release": "https://github.com/vllm-project/vllm/releases/tag/v0.12.0",
+            "doc": "https://docs.vllm.ai/en/latest/"}
+    return "upstream:\n" + "".join(f"  - {{kind: {k}, url: '{urls[k]}', state: {s}, as_of: 2026-10}}\n"
+                                   for k, s in kinds_states)
+
+
+COMPONENT_FIXED_IN = "components: [{package: vllm, role: triggers, fixed_in: 0.12.0}]\n"
+COMPONENT_FIXED_COMMIT = "components: [{package: vllm, role: triggers, fixed_commit: 1a2b3c4}]\n"
+
+
+@pytest.mark.parametrize("fragment, broken", [
+    (_status("fixed-release") + _links(("issue", "open"), ("pr", "open")), True),
+    (_status("fixed-main") + _links(("issue", "closed"), ("pr", "closed")), True),
+    (_status("fixed-main") + _links(("pr", "merged")), False),
+    (_status("fixed-release") + _links(("release", "published")), False),
+    (_status("fixed-release") + _links(("commit", "merged")), False),
+    (_status("fixed-release") + _links(("doc", "published")), False),
+    (_status("fixed-release") + _links(("issue", "open")) + COMPONENT_FIXED_IN, False),
+    (_status("fixed-main") + _links(("issue", "open")) + COMPONENT_FIXED_COMMIT, False),
+    (_status("fix-proposed") + _links(("issue", "open")), True),
+    (_status("fix-proposed") + _links(("pr", "merged")), True),
+    (_status("fix-proposed") + _links(("pr", "closed"), ("issue", "open")), True),
+    (_status("fix-proposed") + _links(("issue", "open"), ("pr", "open")), False),
+    (_status("under-investigation") + _links(("issue", "open")), False),
+    (_status("workaround-only") + _links(("issue", "closed")), False),
+    (_status("device-limit") + _links(("issue", "closed")), False),
+])
+def test_kb049_status_against_its_links(tmp_path, fragment, broken):
+    path = _cell(tmp_path, "a", fragment)
+    found = _found(tmp_path)
+    if broken:
+        assert found == [("a.yaml", "KB049", _line(path, "status:"), "status.state")]
+    else:
+        assert found == []
+
+
+def test_kb046_todo_is_reported_even_in_an_invalid_entry(tmp_path):
+    _cell(tmp_path, "a", 'summary: "TODO: explain"\nsymptoms: crash\n')
+    assert sorted((c, loc) for _, c, _, loc in _found(tmp_path)) == [("KB022", "symptoms"), ("KB046", "summary")]
+
+
+def test_kb046_ignores_literal_signatures_and_lower_case(tmp_path):
+    _cell(tmp_path, "a", _sig("NotImplementedError: TODO support sm_120") + 'summary: "A todo list, mastodons."\n')
+    assert _found(tmp_path) == []
+
+
+def test_new_rules_hold_on_the_live_entries():
+    """KB046-KB049 on kb/entries/ (the full clean check is in test_lint)."""
+    problems = lint.check([ROOT / "kb" / "entries"]).problems
+    assert [p.format() for p in problems if p.code in NEW_RULES] == []
+
+
+def _brute_force_pairs(cells):
+    """KB047's pairs the slow way: every text of one cell against every pattern of the other."""
+    from kb import patterns
+    from kb.normalise import normalise
+
+    def regex(signature):
+        source = patterns.compile_signature(signature.text, signature.match).source
+        return re.compile(f"(?:^|[^a-z0-9_]){source}(?:$|[^a-z0-9_])" if signature.kind == "symptom" else source)
+
+    def first(a, b):
+        for i, s in enumerate(a.entry.signatures):
+            for j, t in enumerate(b.entry.signatures):
+                if regex(t).search(normalise(s.text)):
+                    return i, j
+        return None
+
+    out = []
+    ordered = sorted(cells, key=lambda c: c.id)
+    for n, a in enumerate(ordered):
+        for b in ordered[n + 1:]:
+            if (hit := first(a, b)) is not None:
+                out.append((a.id, hit[0], b.id, hit[1]))
+            elif (hit := first(b, a)) is not None:
+                out.append((a.id, hit[1], b.id, hit[0]))
+    return out
+
+
+@pytest.mark.parametrize("folder", [ROOT / "kb" / "entries", FIXTURES / "site"], ids=["live", "site-fixture"])
+def test_kb047_index_finds_what_comparing_every_pair_finds(folder):
+    import dataclasses
+
+    cells = [dataclasses.replace(c, entry=c.entry.model_copy(update={"related": []}))
+             for c in lint.check([folder]).cells]
+    found = [(a.id, i, b.id, j) for a, i, b, j in lint.look_alike_pairs(cells)]
+    assert found == _brute_force_pairs(cells)
+    assert found  # the live cells and the fixtures do have look-alikes: they are related today
