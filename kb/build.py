@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb import lint
+from kb import generate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
     from mkdocs.exceptions import MkDocsException
 
     started = time.perf_counter()
-    result = lint.check([entries])
+    result = generate.checked(entries)
     if result.problems:
         for problem in result.problems:
             print(problem.format())
