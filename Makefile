@@ -3,23 +3,41 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+LOCK := requirements.lock
+TEST_LOCK := requirements-test.lock
+PIP_INSTALL := $(BIN)/python -m pip install -q --disable-pip-version-check
 CHROMIUM ?= /usr/bin/chromium
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help setup check schema site serve test chromium clean
+.PHONY: help setup lock check schema site serve test chromium clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml requirements.lock
+# Every file pip downloads must match a hash in the locks; --require-hashes also refuses any
+# dependency they do not pin, and --only-binary :all: runs no package's build code (an sdist's
+# build would fetch its build tools unhashed). kb itself cannot be hash-checked (a folder is no
+# single file), so it installs in a call of its own that can fetch nothing: --no-index, --no-deps,
+# and --no-build-isolation so that setuptools comes from requirements.lock, hashed, instead of an
+# unpinned download into an isolated build environment.
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(PIP_INSTALL) --require-hashes --only-binary :all: -r $(LOCK)
+	$(PIP_INSTALL) --no-index --no-deps --no-build-isolation -e .
 	touch $@
 
-setup: $(STAMP)  ## create .venv/ with the pinned dependencies and the kb command
+# The test tools on top: both locks in one call, so pip checks the whole set together.
+$(TEST_STAMP): $(STAMP) $(TEST_LOCK)
+	$(PIP_INSTALL) --require-hashes --only-binary :all: -r $(LOCK) -r $(TEST_LOCK)
+	touch $@
+
+setup: $(STAMP)  ## create .venv/ with the pinned runtime dependencies and the kb command
+
+lock:  ## rewrite requirements*.lock with every file's hash after changing a pin in requirements*.in
+	$(PYTHON) tools/lock.py
 
 chromium:  ## install Debian's chromium for the browser tests (needs root or sudo)
 	@test -x $(CHROMIUM) || { \
@@ -38,7 +56,7 @@ site: $(STAMP)  ## build the site with its search index into site/
 serve: $(STAMP)  ## set everything up, build and serve the site with search on http://$(HOST):$(PORT)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict -a $(HOST):$(PORT)
 
-test: $(STAMP) chromium  ## set everything up and run the tests (browser tests included)
+test: $(TEST_STAMP) chromium  ## set everything up and run the tests (browser tests included)
 	$(BIN)/kb check
 	$(BIN)/python -m pytest
 

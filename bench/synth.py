@@ -169,7 +169,7 @@ def first_signature(rng: random.Random, gpus: list[str], k: str) -> tuple[str, s
         runner, line = rng.choice(RUNNERS), rng.randrange(20, 4000)
         path = _path(rng, "cuh")
         text = f"RuntimeError: Error in function '{runner}' at /workspace/{path}:{line}: Unsupported architecture for {k}"
-        match = f"RuntimeError: Error in function '{runner}' at {{path}}: Unsupported architecture for {k}"
+        match = f"RuntimeError: Error in function '{runner}' at {{path}} Unsupported architecture for {k}"
         return text, "exception", match, "startup-failure", f"{runner} refuses {arch}"
     if shape == 4:
         n = rng.randrange(2, 7)

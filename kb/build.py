@@ -1,11 +1,22 @@
 """`kb build`: check the entries, then build the whole site (pages and search index) atomically.
 
-The site is built into a temporary folder beside the target and swapped in only when every
-stage succeeded, so a failed build never leaves a half-written or emptied `site/`.
+Before anything is touched the target is checked: `kb build` replaces the target folder whole,
+so it refuses a file, a non-empty folder it did not build (no `.kb-site` marker), the repository,
+the entries folder, anything holding either, anything inside the entries or `.git` (exit 2).
+
+The site is built into a staging folder beside the target and swapped in only when every stage
+succeeded, so a failed build never leaves a half-written or emptied site. The swap exchanges the
+two folders in one step, so a reader sees the old site or the new one, never no site. A lock
+file beside the target (`.<name>.lock`) lets one build of a target run at a time; a second one
+waits for it. Holding the lock, a build removes the staging folders that killed builds left.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import fcntl
 import logging
 import os
 import shutil
@@ -17,6 +28,10 @@ from pathlib import Path
 from kb import generate
 
 ROOT = Path(__file__).resolve().parent.parent
+MARKER = ".kb-site"
+MARKER_TEXT = "Built by `kb build`. The next `kb build` into this folder replaces it whole.\n"
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
 
 
 class _Progress(logging.Handler):
@@ -30,10 +45,37 @@ class _Progress(logging.Handler):
             print(message.removeprefix("kb: "))
 
 
+def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
+    """Why building into `site_dir` (which replaces it whole) would destroy something; None if safe."""
+    target, repo, entries = site_dir.resolve(), config_file.resolve().parent, entries.resolve()
+    fix = "name a folder of its own, e.g. -d site"
+    if target == repo:
+        return f"it is the repository root (it holds {config_file.name}); {fix}"
+    if target in repo.parents:
+        return f"it holds the repository {str(repo)!r}; {fix}"
+    if target == entries:
+        return f"it is the entries folder; {fix}"
+    if target in entries.parents:
+        return f"it holds the entries folder {str(entries)!r}; {fix}"
+    if entries in target.parents:
+        return f"it is inside the entries folder {str(entries)!r}; {fix}"
+    if ".git" in target.parts:
+        return f"it is inside a .git folder; {fix}"
+    if target.exists() and not target.is_dir():
+        return f"it is a file, not a folder; {fix}"
+    if target.is_dir() and not (target / MARKER).is_file() and any(target.iterdir()):
+        return (f"it is not empty and has no {MARKER} marker, so kb build did not make it and would delete "
+                f"its files; {fix}, or empty it (a site built by an older kb: delete it once)")
+    return None
+
+
 def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml", site_url: str | None = None) -> int:
-    from mkdocs.commands.build import build as mkdocs_build
-    from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
+
+    reason = refusal(site_dir, entries, config_file)
+    if reason is not None:
+        print(f"kb build: refusing -d {str(site_dir)!r} ({site_dir.resolve()}): {reason}", file=sys.stderr)
+        return 2
 
     started = time.perf_counter()
     result = generate.checked(entries)
@@ -46,7 +88,31 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
 
     site_dir = site_dir.resolve()
     site_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
+    with _exclusive(site_dir):
+        _remove_leftovers(site_dir)
+        staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
+        staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read the site
+        try:
+            _render(staging, entries, config_file, site_url)
+            (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+        except (MkDocsException, SystemExit) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
+            return 1
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _swap_in(staging, site_dir)
+    pages = sum(1 for _ in site_dir.rglob("*.html"))
+    print(f"built {pages} pages into {site_dir} in {time.perf_counter() - started:.2f}s")
+    return 0
+
+
+def _render(staging: Path, entries: Path, config_file: Path, site_url: str | None) -> None:
+    """Runs mkdocs (with the kb hook and the search index) into `staging`."""
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+
     handler = _Progress(logging.INFO)
     logger = logging.getLogger("mkdocs")
     previous_level = logger.level
@@ -59,15 +125,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         overrides = {"site_dir": str(staging), "strict": True}
         if site_url is not None:
             overrides["site_url"] = site_url
-        config = load_config(str(config_file), **overrides)
-        mkdocs_build(config)
-    except (MkDocsException, SystemExit) as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
-        return 1
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        mkdocs_build(load_config(str(config_file), **overrides))
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous_level)
@@ -76,13 +134,62 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         else:
             os.environ["KB_ENTRIES"] = previous_entries
 
-    old = None
-    if site_dir.exists():
+
+@contextlib.contextmanager
+def _exclusive(site_dir: Path):
+    """Holds an exclusive lock on `.<name>.lock` beside the site; a second build of it waits here.
+
+    The lock file stays (removing it would let a waiting build and a new one lock different files);
+    it is outside the site, so it is never published.
+    """
+    lock = site_dir.with_name(f".{site_dir.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"kb build: another kb build into {site_dir} is running (it holds {lock}); waiting for it",
+                  file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock, also when the process is killed
+
+
+def _remove_leftovers(site_dir: Path) -> None:
+    """Deletes the staging and old-site folders of builds that were killed before cleaning up."""
+    prefixes = (f".{site_dir.name}.building-", f".{site_dir.name}.old-")
+    for path in site_dir.parent.iterdir():
+        if path.name.startswith(prefixes):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _swap_in(staging: Path, site_dir: Path) -> None:
+    """Puts the new site at `site_dir` and deletes the one it replaces."""
+    if not site_dir.exists():
+        staging.rename(site_dir)
+    elif _exchange(staging, site_dir):
+        shutil.rmtree(staging, ignore_errors=True)  # `staging` now holds the old site
+    else:
+        # No renameat2 (not Linux/glibc) or a filesystem without RENAME_EXCHANGE: two renames,
+        # between which a reader finds no site for a moment. A kill there leaves `.old-*` (and no
+        # site), which the next build removes.
         old = site_dir.with_name(f".{site_dir.name}.old-{os.getpid()}")
         site_dir.rename(old)
-    staging.rename(site_dir)
-    if old is not None:
+        staging.rename(site_dir)
         shutil.rmtree(old, ignore_errors=True)
-    pages = sum(1 for _ in site_dir.rglob("*.html"))
-    print(f"built {pages} pages into {site_dir} in {time.perf_counter() - started:.2f}s")
-    return 0
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swaps two existing paths in one step (Linux renameat2 with RENAME_EXCHANGE); False where unsupported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(error, os.strerror(error), str(a), None, str(b))

@@ -7,6 +7,10 @@ and attribute value goes through `markupsafe.escape`, whose entities (`&amp;`, `
 Each plotted point or bar carries `data-x` and `data-value`, the row's numbers as written in
 the record, so tests (and readers of the source) can check the chart against the record.
 The output depends on the record only: coordinates are rounded and printed with fixed digits.
+
+Numbers come checked by the schema (`kb.schema.MAX_NUMBER`, `MIN_NUMBER`): finite, and 0 or
+between 1e-9 and 1e15 in size. Within that, any series draws: values all equal, or closer
+together than a tick label could tell apart, get an axis of their own size (see `nice_ticks`).
 """
 
 from __future__ import annotations
@@ -46,21 +50,38 @@ def _c(value: float) -> str:
     return "0.00" if text == "-0.00" else text
 
 
+FLAT = 1e-9  # values closer together than this, relative to their size, are drawn as one level
+
+
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi]: steps of 1, 2 or 5 times a power of ten."""
+    """Round tick values covering [lo, hi]: steps of 1, 2 or 5 times a power of ten, at least two
+    ticks, always increasing. Values all equal, or closer together than FLAT times their size (no
+    label could tell such ticks apart, and a float may not even hold them), get the axis from 0
+    to twice their size instead (from twice their size to 0 when they are negative)."""
     if hi < lo:
         lo, hi = hi, lo
-    if hi == lo:
-        if lo == 0:
-            hi = 1.0
+    size = max(abs(lo), abs(hi))
+    if hi - lo <= size * FLAT:
+        if size == 0:
+            lo, hi = 0.0, 1.0
         else:
-            lo, hi = (0.0, 2 * hi) if lo > 0 else (2 * lo, 0.0)
+            lo, hi = (0.0, 2 * size) if lo > 0 else (-2 * size, 0.0)
     raw = (hi - lo) / max(count, 1)
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.floor(lo / step + 1e-9)
-    last = math.ceil(hi / step - 1e-9)
-    return [round(k * step, 12) for k in range(first, last + 1)]
+    exponent = math.floor(math.log10(raw))
+    multiple = next((m for m in (1, 2, 5) if m * 10.0 ** exponent >= raw), 10)
+
+    def tick(k: int) -> float:
+        # The float nearest to the decimal k * step: 3 steps of 1e-13 are 3e-13, not
+        # 2.9999999999999997e-13, however small the step (rounding to fixed digits would zero it).
+        return float(f"{k * multiple}e{exponent}")
+
+    step = multiple * 10.0 ** exponent
+    first, last = math.floor(lo / step), math.ceil(hi / step)
+    while tick(first) > lo:  # lo / step is rounded: make sure the ticks cover lo and hi exactly
+        first -= 1
+    while tick(last) < hi:
+        last += 1
+    return [tick(k) for k in range(first, max(last, first + 1) + 1)]
 
 
 def tick_label(value: float, step: float) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -37,8 +38,9 @@ def _check(args) -> int:
     folders = sorted({p.parent for p in named if p.is_file()} | {p for p in paths if p.is_dir()})
     missing = [p for p in named if not p.exists()]
     result = lint.check(folders + missing) if folders else lint.check(named)
-    wanted = {p.resolve() for p in named}
-    problems = [p for p in result.problems if p.path.resolve() in wanted]
+    # abspath, not resolve(): an entry may be a symbolic link (even a loop), refused unread.
+    wanted = {os.path.abspath(p) for p in named}
+    problems = [p for p in result.problems if os.path.abspath(p.path) in wanted]
     for problem in problems:
         print(problem.format())
     if problems:
@@ -66,6 +68,7 @@ def _build(args) -> int:
 
 def _match(args) -> int:
     from kb import match
+    from kb.visible import visible
 
     result = lint.check([Path(args.entries)])
     if result.problems:
@@ -81,20 +84,24 @@ def _match(args) -> int:
             with open(args.file, "rb") as stream:
                 hits = matcher.scan(stream)
     except OSError as exc:
-        print(f"kb match: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"kb match: cannot read {visible(args.file)}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     base = args.site_url.rstrip("/") + "/" if args.site_url else ""
     if args.json:
+        # No log text goes into the JSON, only record text (which KB031 keeps free of controls
+        # and bidi characters); json.dumps escapes C0 controls in any case.
         out = [hit.as_json() | {"url": base + hit.url} for hit in hits]
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
         print("no known cell matches this log")
     else:
         for rank, hit in enumerate(hits, 1):
-            print(f"{rank}. {hit.title} [{hit.entry}] score {hit.score}")
-            print(f"   {base}{hit.url}")
+            # The log is anyone's text: its lines are shown with controls escaped (an ESC or a CR
+            # in a log line would otherwise act on the terminal) and cut to 200 characters.
+            print(f"{rank}. {visible(hit.title)} [{hit.entry}] score {hit.score}")
+            print(f"   {visible(base + hit.url)}")
             for number in hit.lines[:5]:
-                print(f"   line {number}: {hit.texts[number][:200]}")
+                print(f"   line {number}: {visible(hit.texts[number], 200)}")
             if len(hit.lines) > 5:
                 print(f"   ... and {len(hit.lines) - 5} more line(s)")
     return 0 if hits else 1
@@ -144,7 +151,8 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_schema)
 
     p = sub.add_parser("build", help="check the entries and build the site with its search index")
-    p.add_argument("-d", "--site-dir", default="site", help="output folder (default: site/)")
+    p.add_argument("-d", "--site-dir", default="site",
+                   help="output folder, replaced whole: a new or empty folder or an earlier kb site (default: site/)")
     p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
     p.add_argument("--site-url", help="public URL of the site, e.g. https://example.org/sub/path/")
     p.set_defaults(run=_build)

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from kb import facts as facts_mod
 from kb.facts import Facts
 from kb.lint import Cell
+from kb.visible import visible
 
 VERDICTS = ("affected", "fixed", "unknown", "not-applicable")
 TITLES = {"affected": "Affected", "fixed": "Fixed", "unknown": "Unknown", "not-applicable": "Not applicable"}
@@ -249,11 +250,74 @@ class FactsError(Exception):
     """A facts file that cannot be used; the message names the file and the field."""
 
 
+# A facts file is a few kilobytes and three levels deep ({"facts": {"gpus": [{...}]}} for a
+# saved report). The limits refuse what could only be an attack, before anything is built from it.
+MAX_FACTS_BYTES = 1024 * 1024
+MAX_FACTS_DEPTH = 8
+MAX_INT_DIGITS = 20  # 2**64 has 20 digits; every facts number is far below (kb.facts)
+MAX_ERRORS = 20  # validation errors listed; the rest are counted
+
+
+class _Refused(Exception):
+    """Raised from inside json.loads by the hooks below; parse_facts adds the file name."""
+
+
+def _int(digits: str) -> int:
+    count = len(digits.lstrip("-"))
+    if count > MAX_INT_DIGITS:
+        raise _Refused(f"a number has {count:,} digits ({digits[:12]}...); no fact needs more than {MAX_INT_DIGITS}")
+    return int(digits)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Refused(f"the number {visible(text, 40)} is out of range")
+    return value
+
+
+def _constant(name: str):
+    raise _Refused(f"{name} is not a number JSON allows")
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"key {visible(json.dumps(key), 80)} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _depth(value) -> int:
+    """Deepest nesting of objects and arrays in `value`, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def _loc(loc: tuple) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(file)"
+    return visible(out, 200) or "(file)"
+
+
+def _got(value) -> str:
+    """The bad value as JSON (escaped, so it prints as it is written), cut short."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return f"an array of {len(value)}"
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return visible(text, 80)
 
 
 def _message(error: dict) -> str:
@@ -261,17 +325,33 @@ def _message(error: dict) -> str:
         return "unknown field; see kb doctor --facts-schema"
     if error["type"] == "missing":
         return "required field is missing"
-    message = re.sub(r"^(Input|String|List|Value|Dictionary|Object) should", "must", error["msg"])
-    return f"{message} (got {json.dumps(error['input'])[:80]})"
+    message = re.sub(r"^Value error, ", "", error["msg"])
+    message = re.sub(r"^(Input|String|List|Value|Dictionary|Object) should", "must", message)
+    return f"{message} (got {_got(error['input'])})"
 
 
 def parse_facts(text: str, source: str) -> Facts:
+    """Facts from the text of a facts file (or a whole `kb doctor --json` report); FactsError,
+    naming `source` and the field, for anything that is not a facts file within the limits."""
+    source = visible(source)
+    if len(text) > MAX_FACTS_BYTES:
+        raise FactsError(f"{source}: the facts file is over {MAX_FACTS_BYTES:,} bytes; a facts file is a few kilobytes")
+    too_deep = (f"{source}: (file): objects and arrays are nested more than {MAX_FACTS_DEPTH} deep; "
+                "a facts file is flat (see kb doctor --facts-schema)")
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
+                          object_pairs_hook=_object)
+    except _Refused as exc:
+        raise FactsError(f"{source}: not a usable facts file: {exc}") from None
+    except RecursionError:  # nested past the interpreter's limit (json.loads recurses)
+        raise FactsError(too_deep) from None
     except ValueError as exc:
         line = getattr(exc, "lineno", "?")
         column = getattr(exc, "colno", "?")
-        raise FactsError(f"{source}: not valid JSON: {getattr(exc, 'msg', exc)} (line {line}, column {column})") from None
+        raise FactsError(f"{source}: not valid JSON: {visible(str(getattr(exc, 'msg', exc)), 200)} "
+                         f"(line {line}, column {column})") from None
+    if _depth(data) > MAX_FACTS_DEPTH:
+        raise FactsError(too_deep)
     if isinstance(data, dict) and "facts" in data and "key" in data:
         data = data["facts"]  # a whole `kb doctor --json` report: use its facts
     if not isinstance(data, dict):
@@ -279,20 +359,43 @@ def parse_facts(text: str, source: str) -> Facts:
     try:
         return Facts.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{source}: {_loc(e['loc'])}: {_message(e)}" for e in exc.errors()]
+        errors = exc.errors()
+        lines = [f"{source}: {_loc(e['loc'])}: {_message(e)}" for e in errors[:MAX_ERRORS]]
+        if len(errors) > MAX_ERRORS:
+            lines.append(f"{source}: ... and {len(errors) - MAX_ERRORS} more problem(s)")
         raise FactsError("\n".join(lines)) from None
 
 
 def read_facts(path: str, stdin: TextIO) -> Facts:
-    if path == "-":
-        return parse_facts(stdin.read(), "<stdin>")
+    """The facts in file `path` (- for `stdin`). Whatever the file holds, the only exception
+    that leaves is FactsError: `kb doctor` turns it into exit status 2 and a message."""
+    source = "<stdin>" if path == "-" else path
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if path == "-":
+            stream = getattr(stdin, "buffer", stdin)  # bytes where there are: decoding is ours to report
+            raw = stream.read(MAX_FACTS_BYTES + 1)
+        else:
+            with open(path, "rb") as file:
+                raw = file.read(MAX_FACTS_BYTES + 1)
     except OSError as exc:
-        raise FactsError(f"{path}: cannot read the facts file: {exc.strerror or exc}") from None
+        raise FactsError(f"{visible(source)}: cannot read the facts file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise FactsError(f"{path}: the facts file is not UTF-8 text") from None
-    return parse_facts(text, path)
+        raise FactsError(f"{visible(source)}: the facts file is not UTF-8 text") from None
+    if len(raw) > MAX_FACTS_BYTES:
+        raise FactsError(f"{visible(source)}: the facts file is over {MAX_FACTS_BYTES:,} bytes; "
+                         "a facts file is a few kilobytes")
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as exc:
+        raise FactsError(f"{visible(source)}: the facts file is not UTF-8 text "
+                         f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+    try:
+        return parse_facts(text, source)
+    except FactsError:
+        raise
+    except Exception as exc:  # a case the checks above missed must still not end in a traceback
+        raise FactsError(f"{visible(source)}: cannot use the facts file: {type(exc).__name__}: "
+                         f"{visible(str(exc), 200)}") from None
 
 
 # --- the report ----------------------------------------------------------------------------------
@@ -307,13 +410,16 @@ def _size(value: int | None, unit: str = "bytes") -> str:
 
 def _gpu_line(index: int, gpu) -> str:
     cc = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
-    return (f"  GPU {index}: {gpu.name or 'name unknown'}; architecture {gpu.architecture or 'unknown'}{cc}; "
+    return (f"  GPU {index}: {visible(gpu.name or 'name unknown')}; architecture {gpu.architecture or 'unknown'}{cc}; "
             f"memory {_size(gpu.memory_bytes, 'GiB')}; SMs {gpu.sm_count if gpu.sm_count is not None else 'unknown'}; "
             f"shared memory per SM {_size(gpu.shared_memory_per_sm_bytes)}, "
             f"per block (opt-in) {_size(gpu.shared_memory_per_block_optin_bytes)}")
 
 
 def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -> str:
+    """The human report. Facts strings hold no control characters (kb.facts refuses them in a
+    file and escapes them when probing); they go through `visible` all the same, as does all
+    text from the records, since a terminal acts on whatever reaches it."""
     out = ["Facts (unknown where a probe could not tell):"]
     if facts.gpus is None:
         out.append("  GPU: unknown")
@@ -321,25 +427,25 @@ def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -
         out.append("  GPU: none found")
     else:
         out += [_gpu_line(i, gpu) for i, gpu in enumerate(facts.gpus)]
-    out.append(f"  NVIDIA driver: {facts.driver_version or 'unknown'}; "
-               f"CUDA supported by the driver: {facts.cuda_driver_version or 'unknown'}; "
-               f"CUDA of PyTorch: {facts.cuda_runtime_version or 'unknown'}")
-    out.append(f"  Python: {facts.python or 'unknown'} on {facts.platform or 'unknown'}")
+    out.append(f"  NVIDIA driver: {visible(facts.driver_version or 'unknown')}; "
+               f"CUDA supported by the driver: {visible(facts.cuda_driver_version or 'unknown')}; "
+               f"CUDA of PyTorch: {visible(facts.cuda_runtime_version or 'unknown')}")
+    out.append(f"  Python: {visible(facts.python or 'unknown')} on {visible(facts.platform or 'unknown')}")
     out.append("  Packages:")
     for package in sorted(set(facts.packages) | packages):
         if package not in facts.packages:
             shown = "unknown"
         else:
             shown = facts.packages[package] or "not installed"
-        out.append(f"    {package}: {shown}")
+        out.append(f"    {package}: {visible(shown)}")
     set_vars = {k: v for k, v in facts.env.items() if v is not None}
     unset = sorted(k for k, v in facts.env.items() if v is None)
     out.append("  Environment:" + ("" if set_vars else " none of the variables the cells mention is set"))
-    out += [f"    {k}={v}" for k, v in sorted(set_vars.items())]
+    out += [f"    {k}={visible(v)}" for k, v in sorted(set_vars.items())]
     if unset:
         out.append(f"    not set: {', '.join(unset)}")
     for note in facts.notes:
-        out.append(f"  Note: {note}")
+        out.append(f"  Note: {visible(note)}")
     out += ["", f"Environment key (paste it into bug reports): {key}", ""]
     if facts.gpus == []:
         out += ["No NVIDIA GPU here, so no cell of this index applies to this machine.", ""]
@@ -348,10 +454,10 @@ def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -
         out.append(f"{TITLES[verdict]} ({len(group)})" + (":" if group else ""))
         for r in group:
             if verdict == "not-applicable":
-                out.append(f"  {r.entry}: {r.why}")
+                out.append(f"  {r.entry}: {visible(r.why)}")
                 continue
-            out.append(f"  {r.entry}  [{r.url}]")
-            out.append(f"    why: {r.why}")
+            out.append(f"  {r.entry}  [{visible(r.url)}]")
+            out.append(f"    why: {visible(r.why)}")
             if verdict == "affected":
                 entry = r.cell.entry
                 for label, remedies in (("fix", entry.fixes), ("workaround", entry.workarounds)):
@@ -359,7 +465,8 @@ def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -
                         applies = ""
                         if remedy.applies:
                             applies = f" (for {remedy.package} {remedy.applies})" if remedy.package else f" (for {remedy.applies})"
-                        out.append(f"    {label}: {remedy.what}{applies}; source {remedy.source}, read {remedy.as_of}")
+                        out.append(f"    {label}: {visible(remedy.what)}{visible(applies)}; "
+                                   f"source {visible(str(remedy.source))}, read {remedy.as_of}")
                 if not entry.fixes and not entry.workarounds:
                     out.append("    no fix or workaround is known yet")
         out.append("")
@@ -402,6 +509,9 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
     results = verdicts(cells, facts, base)
     if as_json:
         out = {"facts": facts.model_dump(mode="json"), "key": key, "cells": [r.as_json() for r in results]}
+        # ensure_ascii=False is safe here: json.dumps escapes C0 controls, and the characters it
+        # leaves raw (DEL, C1, bidi controls, U+2028/2029) cannot be in facts (kb.facts refuses
+        # them) nor in record text (KB031).
         stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
         stdout.write(report(facts, key, results, packages))

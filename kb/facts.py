@@ -2,7 +2,7 @@
 
 Every fact is optional. A fact that is missing (not probed, probe failed, probe timed out) is
 `null` or absent and reads as *unknown*; nothing here raises for a missing GPU, driver or package.
-GPU probes run in child processes (`python -c ...`) with a timeout, so a wedged driver makes the
+GPU probes run in isolated child processes (`python -I -c ...`, in an empty folder) with a timeout, so a wedged driver makes the
 facts unknown instead of hanging the command. Package versions come from the installed
 distributions' metadata (`importlib.metadata`), which does not touch the GPU.
 
@@ -21,10 +21,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from kb.visible import escape, first_risky, visible
 
 DEFAULT_TIMEOUT = 20.0
 
@@ -53,10 +56,31 @@ BASE_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_L
 ENV_PREFIXES = ("VLLM_",)  # every variable set with these prefixes is reported
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
 REDACTED = "<redacted>"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")  # EnvName below
+
+
+def _plain(text: str) -> str:
+    """Facts strings are printed by `kb doctor`: no control, format (bidi), separator or
+    non-character code points (`kb.visible.risky`), whoever wrote the file."""
+    index = first_risky(text)
+    if index != -1:
+        raise ValueError(f"must not contain control or format characters (found {escape(text[index])} "
+                         f"at offset {index})")
+    return text
+
 
 PackageName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=40)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
-Short = Annotated[str, Field(max_length=200)]
+SHORT, ENV_VALUE, NOTE = 200, 4000, 1000  # longest string of each kind
+Short = Annotated[str, Field(max_length=SHORT), AfterValidator(_plain)]
+EnvValue = Annotated[str, Field(max_length=ENV_VALUE), AfterValidator(_plain)]
+Note = Annotated[str, Field(max_length=NOTE), AfterValidator(_plain)]
+# Every number has a ceiling far above any GPU made, so that no file can make the report
+# compute with a 4000-digit integer (float conversion overflows, str() hits Python's digit limit).
+MAX_MEMORY_BYTES = 2**50  # 1 PiB; GPUs today have under 2**38
+MAX_SHARED_MEMORY_BYTES = 2**24  # 16 MiB; today's GPUs have at most 228 KiB per SM
+MAX_SM_COUNT = 10_000  # today's largest have under 200
+MAX_GPUS, MAX_NOTES, MAX_NAMES = 256, 200, 1000
 
 
 class _Model(BaseModel):
@@ -69,12 +93,13 @@ class Gpu(_Model):
     name: Short | None = Field(None, description="Device name, e.g. 'NVIDIA H200' or 'NVIDIA GB10'")
     compute_capability: Annotated[str, Field(pattern=r"^\d{1,2}\.\d{1,2}$")] | None = Field(
         None, description="'major.minor', e.g. '12.0'; decides the architecture (12.0 -> sm_120)")
-    memory_bytes: Annotated[int, Field(ge=0)] | None = Field(None, description="Total device memory")
-    shared_memory_per_sm_bytes: Annotated[int, Field(ge=0)] | None = Field(
+    memory_bytes: Annotated[int, Field(ge=0, le=MAX_MEMORY_BYTES)] | None = Field(
+        None, description="Total device memory")
+    shared_memory_per_sm_bytes: Annotated[int, Field(ge=0, le=MAX_SHARED_MEMORY_BYTES)] | None = Field(
         None, description="Maximum shared memory per multiprocessor (cudaDevAttrMaxSharedMemoryPerMultiprocessor)")
-    shared_memory_per_block_optin_bytes: Annotated[int, Field(ge=0)] | None = Field(
+    shared_memory_per_block_optin_bytes: Annotated[int, Field(ge=0, le=MAX_SHARED_MEMORY_BYTES)] | None = Field(
         None, description="Maximum opt-in shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin)")
-    sm_count: Annotated[int, Field(ge=0)] | None = Field(None, description="Number of multiprocessors")
+    sm_count: Annotated[int, Field(ge=0, le=MAX_SM_COUNT)] | None = Field(None, description="Number of multiprocessors")
 
     @property
     def architecture(self) -> str | None:
@@ -85,20 +110,20 @@ class Facts(_Model):
     """The facts about one machine that `kb doctor` judges the cells against."""
 
     facts_version: Literal[1] = Field(1, description="Format version of this file")
-    gpus: list[Gpu] | None = Field(
+    gpus: Annotated[list[Gpu], Field(max_length=MAX_GPUS)] | None = Field(
         None, description="The GPUs; [] when there is certainly none, null when unknown")
     driver_version: Short | None = Field(None, description="NVIDIA driver version, e.g. '580.95.05'")
     cuda_driver_version: Short | None = Field(
         None, description="Newest CUDA version the driver supports, e.g. '13.0'")
     cuda_runtime_version: Short | None = Field(
         None, description="CUDA version PyTorch was built with (torch.version.cuda)")
-    packages: dict[PackageName, Short | None] = Field(
+    packages: Annotated[dict[PackageName, Short | None], Field(max_length=MAX_NAMES)] = Field(
         {}, description="Record package name -> installed version; null: not installed; absent: unknown")
-    env: dict[EnvName, Annotated[str, Field(max_length=4000)] | None] = Field(
+    env: Annotated[dict[EnvName, EnvValue | None], Field(max_length=MAX_NAMES)] = Field(
         {}, description="Environment variable -> value; null: not set")
     python: Short | None = Field(None, description="Python version")
     platform: Short | None = Field(None, description="Operating system and machine, e.g. 'Linux-x86_64'")
-    notes: list[Annotated[str, Field(max_length=1000)]] = Field(
+    notes: Annotated[list[Note], Field(max_length=MAX_NOTES)] = Field(
         [], description="What the probes said about facts they could not get")
 
 
@@ -264,14 +289,26 @@ print(json.dumps(out))
 
 
 def run_children(probes: dict[str, str], timeout: float) -> dict[str, dict]:
-    """Run each `python -c CODE` at once; name -> its JSON, or {"error": ...} (timeout, crash)."""
+    """Run each `python -I -c CODE` at once; name -> its JSON, or {"error": ...} (timeout, crash).
+
+    `python -c` puts the working directory first on sys.path, so a `json.py` or `pynvml.py`
+    left in the folder `kb doctor` runs in would be imported and run. The children run isolated
+    (`-I`: no working directory or script folder on sys.path, no PYTHON* variables, no user
+    site-packages; the interpreter's own site-packages, where pynvml and torch are, stay) and
+    in a fresh empty folder, so that nothing they open by a relative name is someone else's."""
+    with tempfile.TemporaryDirectory(prefix="kb-doctor-", ignore_cleanup_errors=True) as empty:
+        return _run_children(probes, timeout, empty)
+
+
+def _run_children(probes: dict[str, str], timeout: float, cwd: str) -> dict[str, dict]:
     started: dict[str, subprocess.Popen] = {}
     results: dict[str, dict] = {}
     for name, code in probes.items():
         try:
-            started[name] = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                             start_new_session=True, text=True)
+            started[name] = subprocess.Popen([sys.executable, "-I", "-c", code], cwd=cwd,
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, start_new_session=True, text=True,
+                                             errors="replace")
         except OSError as exc:
             results[name] = {"error": f"could not start the probe: {exc}"}
     deadline = time.monotonic() + timeout
@@ -286,10 +323,12 @@ def run_children(probes: dict[str, str], timeout: float) -> dict[str, dict]:
         lines = [line for line in stdout.splitlines() if line.startswith("{")]
         if proc.returncode == 0 and lines:
             try:
-                results[name] = json.loads(lines[-1])
+                result = json.loads(lines[-1])
+            except (ValueError, RecursionError):
+                result = None
+            if isinstance(result, dict):
+                results[name] = result
                 continue
-            except ValueError:
-                pass
         tail = (stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         results[name] = {"error": f"probe failed: {tail[:300]}"}
     return results
@@ -341,7 +380,7 @@ def _merge_gpus(lists: list[list[dict] | None]) -> list[dict] | None:
 
 def cudnn_version(number: int | None) -> str | None:
     """cudnnGetVersion() -> 'major.minor.patch' (91002 -> 9.10.2, 8902 -> 8.9.2)."""
-    if not number:
+    if not number or not isinstance(number, int):
         return None
     if number >= 90000:
         return f"{number // 10000}.{number % 10000 // 100}.{number % 100}"
@@ -361,15 +400,18 @@ def installed_version(package: str) -> str | None:
 
 
 def nvcc_version(timeout: float) -> tuple[str | None, str | None]:
-    """(version, note) of the nvcc that JIT builds would find: CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda."""
+    """(version, note) of the nvcc that JIT builds would find: CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda.
+    Only absolute paths count: a relative one (PATH holding `.` or an empty entry) would run an
+    `nvcc` from whatever folder `kb doctor` was started in."""
     candidates = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
-    candidates += [shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]
+    path_dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
+    candidates += [shutil.which("nvcc", path=os.pathsep.join(path_dirs)) or "", "/usr/local/cuda/bin/nvcc"]
     for path in candidates:
-        if not path or not os.path.exists(path):
+        if not path or not os.path.isabs(path) or not os.path.exists(path):
             continue
         try:
             done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, cwd=os.path.dirname(path), errors="replace")
         except subprocess.TimeoutExpired:
             return None, f"nvcc: {path} --version timed out after {timeout:g} s"
         except OSError as exc:
@@ -383,15 +425,41 @@ def nvcc_version(timeout: float) -> tuple[str | None, str | None]:
 
 
 def environment(names: set[str]) -> dict[str, str | None]:
-    """Values of `names` plus every set variable with a reported prefix; secrets redacted."""
+    """Values of `names` plus every set variable with a reported prefix; secrets redacted. A name
+    that is no shell identifier (the environment allows any) is left out: `Facts` would refuse it."""
     wanted = set(names) | set(BASE_ENV) | {k for k in os.environ if k.startswith(ENV_PREFIXES)}
+    wanted = {name for name in wanted if _ENV_NAME.fullmatch(name)}
     out: dict[str, str | None] = {}
-    for name in sorted(wanted):
+    for name in sorted(wanted)[:MAX_NAMES]:
         value = os.environ.get(name)
         if value is not None and _SECRET.search(name):
             value = REDACTED
-        out[name] = value
+        out[name] = _text(value, ENV_VALUE)
     return out
+
+
+def _text(value, limit: int = SHORT) -> str | None:
+    """A string a probe or the environment gave, made fit to be a fact: risky characters
+    escaped (`kb.visible`), cut to `limit` characters. Facts files get no such help: a
+    string there that needs it is refused."""
+    if value is None:
+        return None
+    return visible(value if isinstance(value, str) else repr(value), limit)
+
+
+def _gpu(fields: dict, notes: list[str]) -> Gpu:
+    """A Gpu from what the probes said; a value that does not fit its field becomes unknown."""
+    kept = {}
+    for key, value in fields.items():
+        if key == "name":
+            value = _text(value)
+        try:
+            Gpu(**{key: value})
+        except ValidationError:
+            notes.append(f"a probe gave {key} = {_text(value, 80)}, which does not fit that fact; treated as unknown")
+            continue
+        kept[key] = value
+    return Gpu(**kept)
 
 
 def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
@@ -418,7 +486,7 @@ def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
     wanted = set(BASE_PACKAGES) | set(packages or ())
     versions: dict[str, str | None] = {}
     for package in sorted(wanted - NOT_DISTRIBUTIONS):
-        versions[package] = installed_version(package)
+        versions[package] = _text(installed_version(package))
     if versions.get("cudnn") is None:
         from_lib = cudnn_version(torch.get("cudnn")) or cudnn_version(cuda.get("cudnn"))
         if from_lib:
@@ -433,21 +501,22 @@ def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
             versions["cuda-toolkit"] = nvcc
         elif note:
             versions.pop("cuda-toolkit", None)
-    driver = nvml.get("driver_version")
+    driver = _text(nvml.get("driver_version"))
     if "nvidia-driver" in wanted and (driver or gpus == []):
         versions["nvidia-driver"] = driver
-    runtime = torch.get("cuda_runtime_version")
+    runtime = _text(torch.get("cuda_runtime_version"))
     if "cuda" in wanted and (runtime or versions.get("torch") is None):
         versions["cuda"] = runtime
 
+    gpu_facts = [_gpu(g, notes) for g in gpus[:MAX_GPUS]] if gpus is not None else None
     return Facts(
-        gpus=[Gpu(**g) for g in gpus] if gpus is not None else None,
+        gpus=gpu_facts,
         driver_version=driver,
-        cuda_driver_version=nvml.get("cuda_driver_version") or cuda.get("cuda_driver_version"),
+        cuda_driver_version=_text(nvml.get("cuda_driver_version") or cuda.get("cuda_driver_version")),
         cuda_runtime_version=runtime,
         packages=versions,
         env=environment(env_names or set()),
-        python=platform.python_version(),
-        platform=f"{platform.system()}-{platform.machine()}",
-        notes=notes,
+        python=_text(platform.python_version()),
+        platform=_text(f"{platform.system()}-{platform.machine()}"),
+        notes=[_text(note, NOTE) for note in notes[:MAX_NOTES]],
     )

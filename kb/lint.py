@@ -15,7 +15,7 @@ import ahocorasick_rs
 from pydantic import ValidationError
 
 from kb import patterns
-from kb.load import Loaded, dotted, load
+from kb.load import Loaded, dotted, load, not_regular
 from kb.normalise import normalise
 from kb.problems import MISSING, Problem
 from kb.rules import code_of_pydantic
@@ -47,15 +47,33 @@ class Result:
     files: int
 
 
-def entry_files(paths: list[Path]) -> list[Path]:
-    """The entry files named by `paths` (files as given, folders searched for *.yaml)."""
-    found: list[Path] = []
+def _listed(paths: list[Path]) -> list[tuple[Path, bool]]:
+    """(path, found in a folder) for each file named by `paths`: files as given, and every
+    visible name in a folder, whatever it is (a folder, a link, a `.yml` file), so that `check`
+    can refuse what is not an entry instead of skipping it. Hidden names (`.gitkeep`, editor
+    files) are not entries and are skipped: they are never read or published. A link is never
+    searched as a folder, even when named: a pull request can commit `kb/entries` itself, or a
+    file a hook names, as a link to a folder outside the repository."""
+    found: list[tuple[Path, bool]] = []
     for path in paths:
-        if path.is_dir():
-            found.extend(sorted(path.glob("*.yaml")))
+        if path.is_dir() and not path.is_symlink():
+            found.extend((child, True) for child in sorted(path.iterdir()) if not child.name.startswith("."))
         else:
-            found.append(path)
-    return found
+            found.append((path, False))
+    seen: set[Path] = set()  # a file named and also found in its folder (a broken link does) is checked once
+    return [(path, in_folder) for path, in_folder in found if not (path in seen or seen.add(path))]
+
+
+def entry_files(paths: list[Path]) -> list[Path]:
+    """The files named by `paths`: files as given, and every visible name in a folder (see `check`
+    for what is refused)."""
+    return [path for path, _ in _listed(paths)]
+
+
+def _not_an_entry(path: Path) -> Problem:
+    """KB051: a file in an entries folder that is not named `*.yaml` is reported, not skipped."""
+    return Problem(path, 1, "(file)", "an entries folder holds only <id>.yaml files: rename this file to .yaml "
+                   "if it is an entry, or move it out of the folder (it was not read)", "KB051")
 
 
 def _value_at(data, loc: tuple):
@@ -199,9 +217,6 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
     return problems
 
 
-_WORD_EDGE, _WORD_END = "(?:^|[^a-z0-9_])", "(?:$|[^a-z0-9_])"
-
-
 def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
     """(a, i, b, j) for each two cells, neither listing the other in `related`, where a log line
     fits both: a's signature i and b's signature j (one's literal text matches the other's
@@ -211,11 +226,11 @@ def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
     by_anchor: dict[str, list] = defaultdict(list)
     for cell in cells:
         for j, signature in enumerate(cell.entry.signatures):
+            # Cells here passed the schema, so every pattern passed the grammar (KB044): unambiguous,
+            # atomic, linear in the text it is run on.
             pattern = patterns.compile_signature(signature.text, signature.match)
-            source = pattern.source
-            if signature.kind == "symptom":
-                source = f"{_WORD_EDGE}{source}{_WORD_END}"
-            by_anchor[pattern.anchor].append((cell, j, re.compile(source), pattern.words))
+            source = patterns.search_source(pattern, signature.kind)
+            by_anchor[pattern.anchor].append((cell, j, patterns.regex(source), pattern.words))
     always = by_anchor.pop("", [])
     anchors = sorted(by_anchor)
     automaton = ahocorasick_rs.AhoCorasick(anchors) if anchors else None
@@ -301,14 +316,22 @@ def _status_against_links(cells: list[Cell]) -> list[Problem]:
 
 def check(paths: list[Path]) -> Result:
     """Load, validate and cross-check the entries at `paths`."""
-    files = entry_files(paths)
+    files = _listed(paths)
     cells: list[Cell] = []
     problems: list[Problem] = []
     first_path: dict[str, Path] = {}
-    for path in files:
+    for path, in_folder in files:
         cell_id = path.stem
-        if not path.exists():
+        try:
+            mode = path.lstat().st_mode  # the path itself: a broken link exists, and is refused below
+        except OSError:
             problems.append(Problem(path, 1, "(file)", "no such file or folder", "KB001"))
+            continue
+        if not_regular(mode):
+            problems.extend(load(path).problems)  # KB050 whatever its name: a link, pipe or folder is never read
+            continue
+        if in_folder and path.suffix != ".yaml":
+            problems.append(_not_an_entry(path))
             continue
         if path.suffix != ".yaml" or not re.fullmatch(ID_PATTERN, cell_id):
             problems.append(Problem(path, 1, "(file name)",

@@ -5,10 +5,19 @@ null). Anything that would construct an object (`!!python/...` and other tags), 
 anchors (the "billion laughs" bomb), duplicate keys, deep nesting, oversized files, byte-order
 marks and non-UTF-8 bytes are rejected with a `Problem` naming the line, before any value is
 built. Dates stay strings: the schema checks their form.
+
+Entry files come from strangers' pull requests, so the file itself is not trusted either: a
+symbolic link (to /dev/zero, to a secret outside the repository), a named pipe, a folder or a
+device named `x.yaml` is refused without being read (lstat, then open with O_NOFOLLOW and
+O_NONBLOCK, fstat, and a read of at most MAX_FILE_BYTES + 1 bytes). A refusal never quotes the
+file, since its bytes were never read.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +27,7 @@ from kb.problems import MISSING, Problem
 
 MAX_FILE_BYTES = 256 * 1024
 MAX_DEPTH = 12
+MAX_KEY_CHARS = 80
 
 _PLAIN_TAGS = {
     "tag:yaml.org,2002:str",
@@ -83,6 +93,10 @@ def _build(node, loc: Loc, lines: dict, constructor, depth: int):
                 raise _Reject(key_node.start_mark.line + 1, _dotted(loc),
                               "mapping keys must be plain words", "KB006")
             key = key_node.value
+            if len(key) > MAX_KEY_CHARS or not key.isprintable():  # a key is printed in every problem's field path
+                raise _Reject(key_node.start_mark.line + 1, _dotted(loc),
+                              f"mapping keys must be plain words (printable, at most {MAX_KEY_CHARS} characters)",
+                              "KB006")
             if key in out:
                 raise _Reject(key_node.start_mark.line + 1, _dotted(loc + (key,)),
                               f"duplicate key {key!r} (first on line {lines[loc + (key,)]}); keep one", "KB005")
@@ -128,6 +142,71 @@ def _first_bad_byte(raw: bytes, error: UnicodeDecodeError) -> tuple[int, str]:
     return line, f"byte 0x{raw[error.start]:02x} at offset {error.start} is not valid UTF-8; save the file as UTF-8"
 
 
+_KINDS = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")]
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+
+
+def not_regular(mode: int) -> str | None:
+    """What a file of this `st_mode` is, when it is not a regular file (None when it is)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _refuse(kind: str) -> _Reject:
+    """KB050: what the path is, never what it holds or points at (it was not read)."""
+    if kind == "a symbolic link":
+        why = "commit the entry (or the entries folder) itself, not a link to it (the link was not followed)"
+    elif kind == "a folder":
+        why = "entries sit directly in the entries folder as <id>.yaml files"
+    else:
+        why = "an entry is a plain text file (this one was not read)"
+    return _Reject(1, "(file)", f"is {kind}, not a regular file; {why}", "KB050")
+
+
+def read_entry(path: Path) -> bytes:
+    """The bytes of the regular file at `path`, or `_Reject`: a link is never followed, a pipe or
+    device never opened for a blocking read, and no more than MAX_FILE_BYTES + 1 bytes are read."""
+    try:
+        kind = not_regular(os.lstat(path).st_mode)
+        if kind:
+            raise _refuse(kind)
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise _Reject(1, "(file)", "no such file", "KB001") from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # swapped for a link after the lstat (EMLINK: BSDs)
+            raise _refuse("a symbolic link") from None
+        raise _Reject(1, "(file)", f"cannot read the file: {exc.strerror}", "KB001") from None
+    try:
+        # Checked again on what was opened: the path may have been swapped since the lstat.
+        info = os.fstat(fd)
+        kind = not_regular(info.st_mode)
+        if kind:
+            raise _refuse(kind)
+        if info.st_size > MAX_FILE_BYTES:
+            raise _Reject(1, "(file)", f"file is {info.st_size} bytes, over the {MAX_FILE_BYTES}-byte limit for "
+                                       "one entry", "KB009")
+        chunks: list[bytes] = []
+        left = MAX_FILE_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise _Reject(1, "(file)", f"cannot read the file: {exc.strerror}", "KB001") from None
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if len(raw) > MAX_FILE_BYTES:  # grew after the fstat
+        raise _Reject(1, "(file)", f"file is over the {MAX_FILE_BYTES}-byte limit for one entry", "KB009")
+    return raw
+
+
 def load(path: Path) -> Loaded:
     """Read `path` into plain data; every problem found is attached, nothing is raised."""
     result = Loaded(path=path, data=None)
@@ -137,12 +216,9 @@ def load(path: Path) -> Loaded:
         return result
 
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return fail(1, "(file)", f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for one entry", "KB009")
-        raw = path.read_bytes()
-    except OSError as exc:
-        return fail(1, "(file)", f"cannot read the file: {exc.strerror}", "KB001")
+        raw = read_entry(path)
+    except _Reject as exc:
+        return fail(*exc.problem)
     if raw.startswith(b"\xef\xbb\xbf"):
         return fail(1, "(file)", "file starts with a byte-order mark; save it as UTF-8 without BOM", "KB002")
     try:

@@ -26,8 +26,6 @@ MAX_LINE = 1024 * 1024
 WINDOW = 2048
 EXACT_WEIGHT = 1.0
 SYMPTOM_WEIGHT = 0.3
-_WORD_EDGE = "(?:^|[^a-z0-9_])"
-_WORD_END = "(?:$|[^a-z0-9_])"
 
 
 @dataclass(frozen=True)
@@ -44,16 +42,7 @@ class Rule:
 
     @property
     def regex(self) -> re.Pattern:
-        return _regex(self.source)
-
-
-_CACHE: dict[str, re.Pattern] = {}
-
-
-def _regex(source: str) -> re.Pattern:
-    if source not in _CACHE:
-        _CACHE[source] = re.compile(source)
-    return _CACHE[source]
+        return patterns.regex(self.source)
 
 
 def rules(cells: list[Cell]) -> list[Rule]:
@@ -64,7 +53,7 @@ def rules(cells: list[Cell]) -> list[Rule]:
         for signature in cell.entry.signatures:
             compiled = patterns.compile_signature(signature.text, signature.match)
             symptom = signature.kind == "symptom"
-            source = f"{_WORD_EDGE}{compiled.source}{_WORD_END}" if symptom else compiled.source
+            source = patterns.search_source(compiled, signature.kind)
             weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
             out.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
                             site.url(cell), cell.entry.title, compiled.words))
@@ -147,8 +136,14 @@ class Matcher:
             return
         by_line: dict[int, set[str]] = {}
         lower = memoryview(region.lower())[:cut]
+        # The line of each anchor found: matches come in order, so each line's bounds are looked
+        # up once, not once per match (a long line full of anchors would cost its length squared).
+        line_start, line_end = 0, -1
         for index, start, _ in self._automaton.find_matches_as_indexes(lower, overlapping=True):
-            line_start = region.rfind(b"\n", 0, start) + 1
+            if not line_start <= start < line_end:
+                line_start = region.rfind(b"\n", 0, start) + 1
+                newline = region.find(b"\n", start, cut)
+                line_end = newline if newline != -1 else cut
             by_line.setdefault(line_start, set()).add(self._anchors[index])
         counted_to, number = 0, line_base
         for line_start in sorted(by_line):

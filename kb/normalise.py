@@ -22,7 +22,7 @@ RULES: list[tuple[str, str, str]] = [
     ("journal prefix", r"^[a-z]{3} [ \d]\d \d\d:\d\d:\d\d \S+ [a-z0-9_.\-\[\]]+:\s*", ""),
     ("iso timestamp", r"^\d{4}-\d\d-\d\d[t ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:z|[+-]\d\d:?\d\d)?\s*", ""),
     ("python logging level", r"^(?:debug|info|warning|error|critical):[a-z0-9_.]*:\s*", ""),
-    ("ray repeat count", r"\s*\[repeated \d+x across cluster\]", ""),
+    ("ray repeat count", r"\[repeated \d+x across cluster\]", ""),
     ("out-of-memory class", r"\btorch\.cuda\.outofmemoryerror\b", "torch.outofmemoryerror"),
     ("accelerator error class", r"\btorch\.acceleratorerror\b", "runtimeerror"),
     ("tvm error class", r"\btvm\.error\.internalerror\b", "runtimeerror"),

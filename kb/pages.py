@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import markdown as markdown_lib
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
 
-from kb import charts, facets, freshness, matrix
+from kb import charts, facets, freshness, matrix, prose
 from kb.lint import Cell
 from kb.slug import slug
 
@@ -110,19 +108,13 @@ class Renderer:
         self.site = site
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-        self._md = markdown_lib.Markdown(extensions=["fenced_code", "tables", "sane_lists"])
-        self.env.filters["markdown"] = self._markdown
+        self.env.filters["markdown"] = prose.render
         self.env.globals.update(
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
             package_name=facets.package_name, repository=facets.repository,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
-
-    def _markdown(self, text: str) -> Markup:
-        # The schema refuses raw HTML in prose, so the HTML here is only what Markdown makes.
-        self._md.reset()
-        return Markup(self._md.convert(text))
 
     def _render(self, template: str, here: str, **context) -> str:
         return self.env.get_template(template).render(here=here, **context)

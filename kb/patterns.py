@@ -3,32 +3,72 @@
 A signature may carry `match`, its literal text with the variable parts marked:
 `RuntimeError: Plan index {int} is invalid`. Placeholders are `{int}`, `{num}`, `{hex}`,
 `{size}`, `{path}`, `{pid}`, `{id}` and `{rest}` (anything to the end of the line, last only);
-`{{` and `}}` are literal braces. No contributor-written regular expression is ever run: each
-placeholder becomes a fixed class with a single quantifier, literal parts are escaped, two
-placeholders never touch, so matching stays linear in the line. Without `match`, the literal
-text itself is the pattern. Exported to the browser as JavaScript-compatible sources.
+`{{` and `}}` are literal braces. No contributor-written regular expression is ever run.
+
+Every pattern matches in time linear in the line, in Python's `re` and in the browser's RegExp
+(V8 has no linear-time engine), because the grammar refuses ambiguity and each placeholder
+compiles to an atomic form that both engines read the same way:
+
+- each placeholder names the characters it can take at its edges, over the normalised,
+  lower-cased line (`SPECS`: `after` and `before`; for most it is every character it can take).
+  The literal text after a placeholder must not start with one of its `after` characters, the
+  text before it must not end with one of its `before` characters, and two placeholders never
+  touch. So a placeholder starts where a run of its characters starts and ends where the run
+  ends: there is never a choice of where it stops, and atomic matching means what backtracking
+  matching would mean.
+- a placeholder compiles to `(?=(CLASS))\\N`: the lookahead takes the whole run once and is
+  atomic in both engines (never re-entered to give characters back); the backreference consumes
+  what it took. A pattern that starts with a placeholder gets `(?<!BEFORE)`, so it is tried only
+  where a run starts (one character: fixed width for Python, read by V8 and current browsers).
+
+An attempt at one position then reads the runs it crosses, and attempts at different positions
+read different runs: no `{int}1{int}1...` (exponential backtracking) and no `{int} abc` tried at
+every digit of a long number (quadratic). `{rest}` is `.*` at the very end and always succeeds at
+once, so it needs neither. Without `match`, the literal text itself is the pattern. Classes are
+ASCII and spelled out (no `\\d`, no `\\s`), so Python and JavaScript agree on them.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kb.normalise import PRODUCED_WORDS, normalise
 
-PLACEHOLDERS = {
-    "int": r"\d+",
-    "num": r"-?\d+(?:\.\d+)?",
-    "hex": r"0x[0-9a-f]+",
-    "size": r"\d+(?:\.\d+)? ?(?:[kmgt]i?b|bytes|b)",
-    "path": r"[^\s'\",;()]+",
-    "pid": r"\d+",
-    "id": r"[a-z_][a-z0-9_.]*",
-    "rest": r".*",
+
+@dataclass(frozen=True)
+class Placeholder:
+    regex: str  # what it matches in a normalised line (non-capturing groups only)
+    before: str  # one-character class: the literal text before it must not end with one of these
+    after: str  # one-character class: the literal text after it must not start with one of these
+    says: str  # `after` in words, for messages ("may not be followed by ...")
+    says_before: str = ""  # `before` in words, when it differs
+
+
+_DIGIT = "[0-9]"
+_PATH = "[^ \\t\\n\\r\\f\\v'\",;()]"
+_WORDISH = "[a-z0-9_.]"
+
+SPECS = {
+    "int": Placeholder("[0-9]+", _DIGIT, _DIGIT, "a digit"),
+    "num": Placeholder("-?[0-9]+(?:\\.[0-9]+)?", "[0-9.\\-]", "[0-9.\\-]", "a digit, '.' or '-'"),
+    "hex": Placeholder("0x[0-9a-f]+", "[0-9a-fx]", "[0-9a-fx]", "a hex digit or 'x'"),
+    # A size's space and unit letters sit between its number and its end, a bounded stretch:
+    # only its number must start a run, and it ends with its unit.
+    "size": Placeholder("[0-9]+(?:\\.[0-9]+)? ?(?:[kmgt]i?b|bytes|b)", "[0-9.]", "[a-z0-9_]",
+                        "a letter, digit or '_' (its unit ends it)", "a digit or '.'"),
+    "path": Placeholder(_PATH + "+", _PATH, _PATH, "anything but white space, a quote or , ; ( )"),
+    "pid": Placeholder("[0-9]+", _DIGIT, _DIGIT, "a digit"),
+    "id": Placeholder("[a-z_][a-z0-9_.]*", _WORDISH, _WORDISH, "a letter, digit, '_' or '.'"),
+    "rest": Placeholder(".*", "", "", "anything"),
 }
+PLACEHOLDERS = {name: spec.regex for name, spec in SPECS.items()}
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _WORD = re.compile(r"[a-z0-9_]+")
 MIN_ANCHOR = 4
+# Wrapped around a symptom's pattern: a named symptom matches whole words only.
+WORD_EDGE, WORD_END = "(?:^|[^a-z0-9_])", "(?:$|[^a-z0-9_])"
 
 
 class PatternError(ValueError):
@@ -43,41 +83,98 @@ class Compiled:
     words: tuple[str, ...] = ()  # every word every matching raw line contains (the anchor among them)
 
 
-def parse(template: str) -> list[tuple[str, str]]:
-    """[('text', literal) | ('slot', name)], or PatternError naming what is wrong."""
-    parts: list[tuple[str, str]] = []
+def _literal(value: str) -> str:
+    """A literal part as a normalised line shows it: normalised, with the spaces at its edges kept."""
+    piece = normalise(value)
+    if not piece:
+        return " " if value else ""
+    lead = " " if value[:1].isspace() else ""
+    trail = " " if value[-1:].isspace() else ""
+    return lead + piece + trail
+
+
+@lru_cache(maxsize=None)
+def _class(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+def _shown(template: str, column: int, char: str) -> str:
+    """The character at `column` (1-based) as the contributor wrote it, if that is the one meant."""
+    written = template[column - 1: column]
+    return repr(written if written.lower() == char else char)
+
+
+def _ambiguity(template: str, spans: list[tuple[str, str, int, int]]) -> str | None:
+    """Why the pattern is ambiguous (None when it is not): a placeholder next to literal text
+    that starts or ends with a character the placeholder can itself match."""
+    for i, (kind, value, start, _) in enumerate(spans):
+        if kind != "slot" or value == "rest":
+            continue
+        spec, slot = SPECS[value], "{" + value + "}"
+        if i + 1 < len(spans):
+            text = _literal(spans[i + 1][1])
+            if text and _class(spec.after).fullmatch(text[0]):
+                column = spans[i + 1][2] + 1
+                return (f"{slot} at column {start + 1} is followed by {_shown(template, column, text[0])} "
+                        f"(column {column}), and {slot} may not be followed by {spec.says}: where it ends "
+                        f"would be ambiguous; start the text after it with a character it cannot match, such "
+                        f"as a space, and let {slot} take the characters up to there")
+        if i > 0:
+            text = _literal(spans[i - 1][1])
+            if text and _class(spec.before).fullmatch(text[-1]):
+                column = start
+                return (f"{slot} at column {start + 1} follows {_shown(template, column, text[-1])} "
+                        f"(column {column}), and {slot} may not follow {spec.says_before or spec.says}: where it "
+                        f"starts would be ambiguous; end the text before it with a character it cannot match, "
+                        f"such as a space, or let {slot} take that character too")
+    return None
+
+
+def _spans(template: str) -> list[tuple[str, str, int, int]]:
+    """(kind, value, start, end) of each part, literal text merged, or PatternError."""
+    parts: list[tuple[str, str, int, int]] = []
     position = 0
     for token in _TOKEN.finditer(template):
         if token.start() > position:
-            parts.append(("text", template[position:token.start()]))
+            parts.append(("text", template[position:token.start()], position, token.start()))
         position = token.end()
         raw = token.group(0)
         if raw in ("{{", "}}"):
-            parts.append(("text", raw[0]))
+            parts.append(("text", raw[0], token.start(), token.end()))
         elif raw in ("{", "}"):
             raise PatternError(f"lone {raw!r} at column {token.start() + 1}; write {raw * 2!r} for a literal brace")
         else:
             name = token.group(1)
-            if name not in PLACEHOLDERS:
+            if name not in SPECS:
                 raise PatternError(f"unknown placeholder {{{name}}} at column {token.start() + 1}; "
-                                   f"use one of {', '.join('{' + n + '}' for n in PLACEHOLDERS)}")
+                                   f"use one of {', '.join('{' + n + '}' for n in SPECS)}")
             if parts and parts[-1][0] == "slot":
-                raise PatternError(f"placeholders {{{parts[-1][1]}}} and {{{name}}} touch; put literal text between them")
-            parts.append(("slot", name))
+                raise PatternError(f"placeholders {{{parts[-1][1]}}} and {{{name}}} touch at column "
+                                   f"{token.start() + 1}; put literal text between them")
+            parts.append(("slot", name, token.start(), token.end()))
     if position < len(template):
-        parts.append(("text", template[position:]))
-    merged: list[tuple[str, str]] = []
-    for kind, value in parts:
+        parts.append(("text", template[position:], position, len(template)))
+    merged: list[tuple[str, str, int, int]] = []
+    for kind, value, start, end in parts:
         if kind == "text" and merged and merged[-1][0] == "text":
-            merged[-1] = ("text", merged[-1][1] + value)
+            merged[-1] = ("text", merged[-1][1] + value, merged[-1][2], end)
         else:
-            merged.append((kind, value))
-    for i, (kind, value) in enumerate(merged):
-        if kind == "slot" and value == "rest" and i != len(merged) - 1:
-            raise PatternError("{rest} matches to the end of the line, so it must come last")
-    if not any(kind == "text" and value.strip() for kind, value in merged):
-        raise PatternError("a pattern needs some literal text, not only placeholders")
+            merged.append((kind, value, start, end))
     return merged
+
+
+def parse(template: str) -> list[tuple[str, str]]:
+    """[('text', literal) | ('slot', name)], or PatternError naming what is wrong and where."""
+    spans = _spans(template)
+    for i, (kind, value, _, _) in enumerate(spans):
+        if kind == "slot" and value == "rest" and i != len(spans) - 1:
+            raise PatternError("{rest} matches to the end of the line, so it must come last")
+    if not any(kind == "text" and value.strip() for kind, value, _, _ in spans):
+        raise PatternError("a pattern needs some literal text, not only placeholders")
+    why = _ambiguity(template, spans)
+    if why:
+        raise PatternError(why)
+    return [(kind, value) for kind, value, _, _ in spans]
 
 
 def _stable_words(texts: list[str]) -> list[str]:
@@ -94,24 +191,40 @@ def _anchor(words: list[str]) -> str:
 
 
 def compile_signature(text: str, match: str | None = None) -> Compiled:
-    """The pattern of one signature (PatternError when `match` is malformed)."""
+    """The pattern of one signature (PatternError when `match` is malformed or ambiguous)."""
     parts = parse(match) if match is not None else [("text", text)]
     source = ""
     literals = []
-    for kind, value in parts:
+    groups = 0
+    for i, (kind, value) in enumerate(parts):
         if kind == "slot":
-            source += PLACEHOLDERS[value]
+            spec = SPECS[value]
+            if value == "rest":
+                source += spec.regex
+                continue
+            if i == 0:
+                source += f"(?<!{spec.before})"
+            groups += 1
+            # (?:...) keeps the backreference apart from a digit that may follow it.
+            source += f"(?:(?=({spec.regex}))\\{groups})"
         else:
-            # Normalise each literal piece as a log line would be; keep the spaces at its edges.
-            lead = " " if value[:1].isspace() else ""
-            trail = " " if value[-1:].isspace() and len(value.strip()) else ""
-            piece = normalise(value)
-            source += re.escape(lead + piece + trail) if piece else (" " if value else "")
+            source += re.escape(_literal(value))
             literals.append(value)
     words = _stable_words(literals)
     return Compiled(source=source, anchor=_anchor(words), literal=match is None,
                     words=tuple(sorted(set(words))))
 
 
+def search_source(compiled: Compiled, kind: str) -> str:
+    """The expression `kb match`, KB047 and the triage page search a normalised line with."""
+    return f"{WORD_EDGE}{compiled.source}{WORD_END}" if kind == "symptom" else compiled.source
+
+
+@lru_cache(maxsize=None)
+def regex(source: str) -> re.Pattern:
+    """The compiled expression (cached: `kb match` asks once per candidate line)."""
+    return re.compile(source)
+
+
 def matches(compiled: Compiled, line: str) -> bool:
-    return re.search(compiled.source, normalise(line)) is not None
+    return regex(compiled.source).search(normalise(line)) is not None

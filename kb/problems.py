@@ -6,13 +6,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from kb.visible import visible
+
 MISSING = object()
+LOC_LIMIT = 200  # a key name can be as long as the file allows
 
 
 def show(value, limit: int = 60) -> str:
-    """repr() of a bad value, cut short so a 1 MB string cannot flood the terminal."""
+    """repr() of a bad value, cut short so a 1 MB string cannot flood the terminal. repr() already
+    escapes every character `kb.visible` calls risky; `visible` is for a value whose repr() does not."""
     text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return visible(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 @dataclass(frozen=True)
@@ -25,12 +29,15 @@ class Problem:
     got: object = MISSING
 
     def format(self) -> str:
+        """One line, whatever the file's name and keys hold: file names, key names and messages
+        (which can quote either) go through `kb.visible`, so an entry cannot print a fake line."""
         try:
             shown = os.path.relpath(self.path)
         except ValueError:
             shown = str(self.path)
         got = "" if self.got is MISSING else f" (got {show(self.got)})"
-        return f"{shown}:{self.line}: {self.loc}: {self.message}{got} [{self.code}]"
+        return (f"{visible(shown)}:{self.line}: {visible(self.loc, LOC_LIMIT)}: {visible(self.message)}{got} "
+                f"[{self.code}]")
 
     def sort_key(self):
         return (str(self.path), self.line, self.loc, self.code)

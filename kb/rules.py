@@ -103,7 +103,7 @@ RULES = {rule.code: rule for rule in [
     Rule("KB030", "literal-exact", "A literal signature is one line with no tabs and no leading or trailing spaces.",
          good='signatures: [{text: "OutOfResources: out of resource: shared memory", kind: exception}]',
          bad='signatures: [{text: "OutOfResources: out of resource: shared memory ", kind: exception}]'),
-    Rule("KB031", "no-controls", "Text has no control characters or bidirectional overrides.",
+    Rule("KB031", "no-controls", "Text, links and versions have no control characters, bidirectional overrides, line separators or Unicode non-characters (U+FFFE, U+FDD0).",
          good='title: "MLA decode runs out of shared memory"',
          bad='title: "MLA decode runs out of \\u202eshared memory"'),
     Rule("KB032", "unique-signature", "A cell lists each signature text once.",
@@ -111,10 +111,10 @@ RULES = {rule.code: rule for rule in [
               "  - {text: _decode_grouped_att_m_fwd shared memory, kind: symptom}",
          bad="signatures:\n  - {text: 'OutOfResources: out of resource', kind: exception}\n"
              "  - {text: 'OutOfResources: out of resource', kind: log-line}"),
-    Rule("KB033", "public-link", "Links are https URLs of a known public tracker form (GitHub issue, PR, commit, release, docs).",
+    Rule("KB033", "public-link", "Links are https URLs of a known public tracker form (GitHub issue, PR, commit, release, docs), the whole value and nothing after it.",
          good=f"status: {{state: fix-proposed, as_of: 2026-09, source: '{_PR}'}}",
          bad="status: {state: fix-proposed, as_of: 2026-09, source: 'http://example.com/my-notes'}"),
-    Rule("KB034", "date", "Dates are real, written YYYY-MM-DD (or YYYY-MM for an as-of month), and not in the future.",
+    Rule("KB034", "date", "Dates are real, written YYYY-MM-DD (or YYYY-MM for an as-of month), not before 2000-01-01 and not in the future.",
          good="published: 2026-02-28\nupdated: 2026-12-02",
          bad="published: 2026-02-30\nupdated: 2026-12-02"),
     Rule("KB035", "version", "Version ranges are PEP 440 specifiers and versions are PEP 440 versions.",
@@ -146,15 +146,20 @@ RULES = {rule.code: rule for rule in [
          bad="# two different texts given one slug (only if the hash in the slug were cut too short)\n"
              "# 'CUDA error: misaligned address' -> e/cuda-error-misaligned-address/\n"
              "# 'CUDA Error: misaligned address' -> e/cuda-error-misaligned-address/"),
-    Rule("KB042", "no-raw-html", "Markdown prose has no raw HTML; code goes in backticks.",
+    Rule("KB042", "no-raw-html", "Markdown prose has no raw HTML; code goes in backticks; the page would show raw HTML as text, and this rule tells you early.",
          good="mechanism: The `<stdin>` frame is where `_decode_grouped_att_m_fwd` is called.",
          bad="mechanism: The <b>decode</b> kernel asks for too much shared memory."),
-    Rule("KB043", "https-links", "Links inside Markdown prose are https URLs.",
+    Rule("KB043", "https-links", "Links inside Markdown prose, inline or reference-style, are https URLs, and prose embeds no image (no host may serve one; charts come from the measurements).",
          good=f"mechanism: See [the fix]({_PR}).",
          bad="mechanism: See [the fix](http://github.com/vllm-project/vllm/pull/54013)."),
-    Rule("KB044", "placeholder-grammar", "A signature's match pattern uses only the placeholders {int} {num} {hex} {size} {path} {pid} {id} {rest}, never touching, {rest} last.",
-         good='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan index {int} is invalid"}]',
-         bad='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan index {number} is invalid"}]'),
+    Rule("KB054", "no-headings", "Markdown prose has no headings: the page gives each section its own, and a heading in prose would sit above them.",
+         good="mechanism: \"Issue #4165 shows the same failure on GB10.\"",
+         bad="mechanism: \"# Why\\n\\nThe decode kernel asks for 1,024 bytes too many.\""),
+    Rule("KB044", "placeholder-grammar", "A signature's match pattern uses only the placeholders {int} {num} {hex} {size} {path} {pid} {id} {rest}, {rest} last, and is unambiguous: two placeholders never touch, the text after a placeholder never starts with a character it can take (a digit after {int}, ':' after {path}) and the text before one never ends with such a character, so matching stays linear in the line.",
+         good='signatures: [{text: "at /w/fmhaRunner.cuh:30: Unsupported architecture", kind: exception,\n'
+              '              match: "at {path} Unsupported architecture"}]',
+         bad='signatures: [{text: "at /w/fmhaRunner.cuh:30: Unsupported architecture", kind: exception,\n'
+             '              match: "at {path}: Unsupported architecture"}]'),
     Rule("KB045", "pattern-fits-text", "A signature's match pattern matches the signature's own literal text.",
          good='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan index {int} is invalid"}]',
          bad='signatures: [{text: "Plan index 3 is invalid", kind: exception, match: "Plan {int} is invalid"}]'),
@@ -176,6 +181,17 @@ RULES = {rule.code: rule for rule in [
               f"upstream: [{{kind: pr, url: '{_PR}', state: merged, as_of: 2026-10}}]",
          bad=f"status: {{state: fixed-main, as_of: 2026-10, source: '{_PR}'}}\n"
              f"upstream: [{{kind: pr, url: '{_PR}', state: open, as_of: 2026-10}}]"),
+    Rule("KB050", "regular-file", "An entry is a regular file, not a symbolic link, named pipe, device or folder; such a path is refused without being read.",
+         good="# ls -l kb/entries/\n# -rw-r--r--  plan-index-a.yaml",
+         bad="# ls -l kb/entries/\n# lrwxrwxrwx  plan-index-a.yaml -> /dev/zero"),
+    Rule("KB051", "only-entries", "An entries folder holds only <id>.yaml files: a .yml, .json or README file there is an error, not skipped (hidden files such as .gitkeep are ignored).",
+         good="# ls kb/entries/\n# plan-index-a.yaml  plan-index-b.yaml  .gitkeep",
+         bad="# ls kb/entries/\n# plan-index-a.yaml  plan-index-b.yml  README.md"),
+    Rule("KB052", "number-range", "A measured number is 0 or between 1e-9 and 1e15 in size (what a chart can draw), written in a unit that keeps it there.",
+         good="measurements:\n  - {quantity: Gap between kernel launches, unit: ns, value: 0.25,\n"
+              f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",
+         bad="measurements:\n  - {quantity: Gap between kernel launches, unit: s, value: 2.5e-10,\n"
+             f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}"),
 ]}
 
 

@@ -18,24 +18,37 @@ from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+# Whole-value patterns. In Python's `re`, `$` also matches before a trailing newline, so every
+# `re` pattern here is applied with `fullmatch` and written without `^...$`; digits are spelled
+# [0-9] because `\d` also matches other scripts' digits. The three `*_PATTERN`s below keep their
+# anchors: they are pydantic `pattern=` constraints, run as Rust regexes, where `$` is the very
+# end (tests/test_hostile_entries.py pins that); `kb.lint` applies ID_PATTERN with fullmatch.
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+PACKAGE_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+COMMIT_PATTERN = r"^[0-9a-f]{7,40}$"
 
 # Where an upstream link may point: public trackers, by kind of link.
 _GITHUB = r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
 LINK_FORMS = {
-    "issue": re.compile(_GITHUB + r"/issues/\d+(#[A-Za-z0-9_-]+)?$"),
-    "pr": re.compile(_GITHUB + r"/pull/\d+(#[A-Za-z0-9_-]+)?$"),
-    "commit": re.compile(_GITHUB + r"/commit/[0-9a-f]{7,40}$"),
-    "release": re.compile(_GITHUB + r"/releases/tag/[A-Za-z0-9_.+-]+$"),
+    "issue": re.compile(_GITHUB + r"/issues/[0-9]+(#[A-Za-z0-9_-]+)?"),
+    "pr": re.compile(_GITHUB + r"/pull/[0-9]+(#[A-Za-z0-9_-]+)?"),
+    "commit": re.compile(_GITHUB + r"/commit/[0-9a-f]{7,40}"),
+    "release": re.compile(_GITHUB + r"/releases/tag/[A-Za-z0-9_.+-]+"),
     "doc": re.compile(
         r"https://(docs\.nvidia\.com|docs\.vllm\.ai|docs\.flashinfer\.ai|docs\.sglang\.ai|pytorch\.org"
         r"|docs\.pytorch\.org|triton-lang\.org|nvidia\.github\.io|developer\.nvidia\.com"
-        r"|forums\.developer\.nvidia\.com|github\.com)/[^\s<>\"']*$"
+        r"|forums\.developer\.nvidia\.com|github\.com)/[^\s<>\"']*"
     ),
 }
-ANY_SOURCE = re.compile(
-    "|".join(f"(?:{form.pattern.rstrip('$')})" for form in LINK_FORMS.values()) + "$"
-)
+ANY_SOURCE = re.compile("|".join(f"(?:{form.pattern})" for form in LINK_FORMS.values()))
+
+# What a page can draw (kb.charts) and a feed can date. Beyond 1e15 an int is no longer exact as
+# a float, and a 400-digit one is no float at all; below 1e-9 tick labels run out of digits.
+# Before 2000 there were no CUDA-era tools to report on, and dates before 1970 break the build's
+# timestamps (SOURCE_DATE_EPOCH, sitemap gzip).
+MAX_NUMBER = 10 ** 15
+MIN_NUMBER = 1e-9
+FIRST_DATE = dt.date(2000, 1, 1)
 
 _BIDI = {"\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
          "\u200e", "\u200f", "\u061c"}
@@ -45,33 +58,43 @@ def _fail(code: str, message: str, **ctx):
     raise PydanticCustomError(code, message, ctx)
 
 
+def _non_character(cp: int) -> bool:
+    """U+FDD0-U+FDEF and the last two code points of every plane (U+FFFE, U+FFFF, U+1FFFE ...)."""
+    return 0xFDD0 <= cp <= 0xFDEF or cp & 0xFFFE == 0xFFFE
+
+
 def _no_controls(value: str, allow_newlines: bool) -> str:
+    """KB031, for every string a record holds (text, prose, literals, links, versions): no control
+    character, bidirectional control, line or paragraph separator, non-character or lone surrogate."""
+    if value.isprintable():  # every refused character is non-printable: the common case costs one call
+        return value
     for ch in value:
+        cp = ord(ch)
         if ch in _BIDI:
             _fail("KB031", "must not contain bidirectional control character U+{cp}; type the text plainly",
-                  cp=f"{ord(ch):04X}")
-        if unicodedata.category(ch) == "Cc" and not (allow_newlines and ch == "\n"):
-            if ch == "\t" and allow_newlines:
-                continue
-            _fail("KB031", "must not contain control character U+{cp}", cp=f"{ord(ch):04X}")
+                  cp=f"{cp:04X}")
+        category = unicodedata.category(ch)
+        if category == "Cc" and not (allow_newlines and ch in "\n\t"):
+            _fail("KB031", "must not contain control character U+{cp}", cp=f"{cp:04X}")
+        if category in ("Zl", "Zp"):
+            _fail("KB031", "must not contain line or paragraph separator U+{cp}; feeds and scripts read it as a "
+                  "line break (write a plain line break in prose)", cp=f"{cp:04X}")
+        if category == "Cs":
+            _fail("KB031", "must not contain lone surrogate U+{cp}: it is not a character", cp=f"{cp:04X}")
+        if _non_character(cp):
+            _fail("KB031", "must not contain non-character U+{cp}: it is not text, and it breaks the feed's XML",
+                  cp=f"{cp:04X}")
     return value
 
 
-_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
-_RAW_HTML = re.compile(r"<[A-Za-z/!?]")
-_LINK_TARGET = re.compile(r"\]\(\s*([^)\s]*)")
-
-
 def _no_markup(value: str) -> None:
-    """No raw HTML, and links (if any) https only: what a contributor writes is shown as text."""
-    prose = _CODE.sub("", value)
-    match = _RAW_HTML.search(prose)
-    if match:
-        _fail("KB042", "raw HTML is not allowed in prose; put code in `backticks` (found {html})",
-              html=repr(prose[match.start(): match.start() + 12]))
-    for target in _LINK_TARGET.findall(prose):
-        if not target.startswith("https://"):
-            _fail("KB043", "Markdown links must be https:// URLs (found {target})", target=repr(target[:60]))
+    """No raw HTML, images or headings, links https only: the same parse as the renderer
+    (`kb.prose`), so what is reported here is exactly what the page would show as text."""
+    from kb import prose  # late: markdown-it is only needed when a record is checked
+
+    for code, message, found, line in prose.problems(value):
+        where = f" on line {line} of the text" if "\n" in value.rstrip("\n") else ""
+        _fail(code, message + " (found {found}" + where + ")", found=repr(found[:60]))
 
 
 def _text(value: str) -> str:
@@ -107,32 +130,46 @@ def _literal(value: str) -> str:
     return _no_controls(value, allow_newlines=False)
 
 
+def _in_range(day: dt.date) -> None:
+    if day < FIRST_DATE:
+        _fail("KB034", "date is before {first}; the index covers CUDA-era tools", first=FIRST_DATE.isoformat())
+    if day > dt.date.today():
+        _fail("KB034", "date is in the future")
+
+
 def _full_date(value: str) -> str:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
         _fail("KB034", "must be a date written YYYY-MM-DD")
     try:
         day = dt.date.fromisoformat(value)
     except ValueError:
         _fail("KB034", "is not a real calendar date")
-    if day > dt.date.today():
-        _fail("KB034", "date is in the future")
+    _in_range(day)
     return value
 
 
 def _as_of(value: str) -> str:
     """The day (or, when the source gives no day, the month) a claim was read from its source."""
-    if re.fullmatch(r"\d{4}-\d{2}", value):
+    if re.fullmatch(r"[0-9]{4}-[0-9]{2}", value):
         try:
             month = dt.date.fromisoformat(value + "-01")
         except ValueError:
             _fail("KB034", "is not a real month")
-        if month > dt.date.today():
-            _fail("KB034", "date is in the future")
+        _in_range(month)
         return value
     return _full_date(value)
 
 
+def _trimmed_plain(value: str) -> None:
+    """A version or range is compared and shown as written: no controls, no surrounding space
+    (packaging itself would accept a trailing newline)."""
+    _no_controls(value, allow_newlines=False)
+    if value != value.strip():
+        _fail("KB026", "must not start or end with whitespace")
+
+
 def _specifier(value: str) -> str:
+    _trimmed_plain(value)
     try:
         SpecifierSet(value)
     except InvalidSpecifier:
@@ -143,6 +180,7 @@ def _specifier(value: str) -> str:
 
 
 def _version(value: str) -> str:
+    _trimmed_plain(value)
     try:
         Version(value)
     except InvalidVersion:
@@ -151,9 +189,10 @@ def _version(value: str) -> str:
 
 
 def _source(value: str) -> str:
+    _no_controls(value, allow_newlines=False)
     if not value.startswith("https://"):
         _fail("KB033", "must be an https:// link to a public tracker")
-    if not ANY_SOURCE.match(value):
+    if not ANY_SOURCE.fullmatch(value):
         _fail("KB033", "must link a public tracker: a GitHub issue, pull request, commit, release or a known docs site")
     return value
 
@@ -167,9 +206,21 @@ AsOf = Annotated[str, Field(max_length=10), AfterValidator(_as_of)]
 Specifier = Annotated[str, Field(max_length=120), AfterValidator(_specifier)]
 VersionStr = Annotated[str, Field(max_length=60), AfterValidator(_version)]
 SourceUrl = Annotated[str, Field(max_length=300), AfterValidator(_source)]
-Package = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=40)]
+Package = Annotated[str, Field(pattern=PACKAGE_PATTERN, max_length=40)]
 CellId = Annotated[str, Field(pattern=ID_PATTERN, max_length=80)]
-Number = Union[int, Annotated[float, Field(allow_inf_nan=False)]]
+
+
+def _drawable(value: int | float) -> int | float:
+    """KB052: a number a chart can draw and a float can hold exactly enough to label."""
+    size = abs(value)
+    if size > MAX_NUMBER or (size and size < MIN_NUMBER):
+        _fail("KB052", "must be 0 or between {low} and {high} in size, what a chart can draw; write it in a "
+              "unit that brings it in range", low="1e-9", high="1e15")
+    return value
+
+
+Number = Union[Annotated[int, AfterValidator(_drawable)],
+               Annotated[float, Field(allow_inf_nan=False), AfterValidator(_drawable)]]
 
 SymptomClass = Literal["out-of-memory", "crash", "hang", "wrong-output", "startup-failure", "performance"]
 StatusState = Literal["fixed-release", "fixed-main", "fix-proposed", "workaround-only", "device-limit",
@@ -220,7 +271,7 @@ class Component(Record):
     role: Literal["raises", "triggers", "involved"]
     affected: Specifier | None = None
     fixed_in: VersionStr | None = None
-    fixed_commit: Annotated[str, Field(pattern=r"^[0-9a-f]{7,40}$")] | None = None
+    fixed_commit: Annotated[str, Field(pattern=COMMIT_PATTERN)] | None = None
     note: Text | None = None
 
 
@@ -289,10 +340,11 @@ class Link(Record):
     @field_validator("url")
     @classmethod
     def _form(cls, url: str, info: ValidationInfo) -> str:
+        _no_controls(url, allow_newlines=False)
         if not url.startswith("https://"):
             _fail("KB033", "must be an https:// link to a public tracker")
         kind = info.data.get("kind")
-        if kind and not LINK_FORMS[kind].match(url):
+        if kind and not LINK_FORMS[kind].fullmatch(url):
             _fail("KB033", "is not the URL form of a link of kind '{kind}' on a known public tracker", kind=kind)
         return url
 

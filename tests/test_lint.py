@@ -56,7 +56,7 @@ def test_everything_wrong_fixture_full_ordered_list():
     result = lint.check([FIXTURES / "wrong"])
     assert [p.format() for p in result.problems] == [
         "tests/fixtures/wrong/everything-wrong.yaml:2: title: must not be empty or only whitespace (got '  ') [KB025]",
-        'tests/fixtures/wrong/everything-wrong.yaml:3: summary: raw HTML is not allowed in prose; put code in `backticks` (found \'<a href="htt\') (got \'See <a href="https://example.com">this</a>.\') [KB042]',
+        'tests/fixtures/wrong/everything-wrong.yaml:3: summary: raw HTML is not allowed in prose; put code in `backticks` (found \'<a href="https://example.com">\') (got \'See <a href="https://example.com">this</a>.\') [KB042]',
         "tests/fixtures/wrong/everything-wrong.yaml:4: symptoms[1]: must be 'out-of-memory', 'crash', 'hang', 'wrong-output', 'startup-failure' or 'performance' (got 'melted') [KB023]",
         "tests/fixtures/wrong/everything-wrong.yaml:5: severity: unknown field; check its spelling against the schema (kb schema) (got 'high') [KB021]",
         "tests/fixtures/wrong/everything-wrong.yaml:7: status.state: must be 'fixed-release', 'fixed-main', 'fix-proposed', 'workaround-only', 'device-limit' or 'under-investigation' (got 'fixed') [KB023]",
@@ -69,7 +69,7 @@ def test_everything_wrong_fixture_full_ordered_list():
         "tests/fixtures/wrong/everything-wrong.yaml:19: components[0].package: must match pattern '^[a-z0-9][a-z0-9._-]*$' (got 'vLLM') [KB024]",
         "tests/fixtures/wrong/everything-wrong.yaml:21: components[0].affected: is not a PEP 440 version specifier such as '>=0.25.1,<0.26' (got '>>0.1') [KB035]",
         "tests/fixtures/wrong/everything-wrong.yaml:22: components[0].fixed_in: is not a PEP 440 version such as '0.6.18.post1' (got 'soon') [KB035]",
-        "tests/fixtures/wrong/everything-wrong.yaml:23: mechanism: Markdown links must be https:// URLs (found 'javascript:alert(1') (got '[x](javascript:alert(1))') [KB043]",
+        "tests/fixtures/wrong/everything-wrong.yaml:23: mechanism: Markdown links must be https:// URLs (found 'javascript:alert(1)') (got '[x](javascript:alert(1))') [KB043]",
         "tests/fixtures/wrong/everything-wrong.yaml:25: measurements[0]: a measurement has exactly one of 'value' (a single number) or 'series' (rows) [KB027]",
         "tests/fixtures/wrong/everything-wrong.yaml:33: upstream[0].url: is not the URL form of a link of kind 'issue' on a known public tracker (got 'https://github.com/vllm-project/vllm/pull/2') [KB033]",
         "tests/fixtures/wrong/everything-wrong.yaml:34: upstream[0].state: state 'merged' does not fit a link of kind 'issue' (one of closed, open) (got 'merged') [KB028]",

@@ -24,7 +24,7 @@ NEW_RULES = {"KB046", "KB047", "KB048", "KB049"}
 
 # Rules whose examples are not fragments of an entry (bytes, sizes, a missing key, a second
 # folder, a hash collision): each has its own test below.
-BESPOKE = {"KB001", "KB002", "KB004", "KB009", "KB020", "KB038", "KB041"}
+BESPOKE = {"KB001", "KB002", "KB004", "KB009", "KB020", "KB038", "KB041", "KB050", "KB051"}
 
 
 def _overlay(fragment: str) -> str:
@@ -125,6 +125,34 @@ def test_kb041_example_slugs_are_the_real_ones():
 
     for text, url in re.findall(r"'([^']+)' -> e/([a-z0-9-]+)/", RULES["KB041"].good):
         assert slug(text) == url
+
+
+def test_kb050_link_pipe_and_folder_are_refused_unread(tmp_path):
+    import os
+
+    (tmp_path / "plan-index-a.yaml").write_text(GOOD_TEXT, encoding="utf-8")
+    secret = tmp_path.parent / f"{tmp_path.name}-secret.yaml"
+    secret.write_text("title: SECRET-TOKEN-VALUE\n", encoding="utf-8")
+    (tmp_path / "plan-index-b.yaml").symlink_to(secret)
+    os.mkfifo(tmp_path / "plan-index-c.yaml")
+    (tmp_path / "plan-index-d.yaml").mkdir()
+    problems = lint.check([tmp_path]).problems
+    assert [(p.path.name, p.code, p.line, p.loc) for p in problems] == [
+        ("plan-index-b.yaml", "KB050", 1, "(file)"), ("plan-index-c.yaml", "KB050", 1, "(file)"),
+        ("plan-index-d.yaml", "KB050", 1, "(file)")]
+    assert [p.message.split(",")[0] for p in problems] == ["is a symbolic link", "is a named pipe (FIFO)", "is a folder"]
+    assert not any("SECRET" in p.format() for p in problems)
+
+
+def test_kb051_other_files_in_the_folder_are_reported_hidden_ones_skipped(tmp_path):
+    (tmp_path / "plan-index-a.yaml").write_text(GOOD_TEXT, encoding="utf-8")
+    (tmp_path / "plan-index-b.yml").write_text(GOOD_TEXT, encoding="utf-8")
+    (tmp_path / "README").write_text("SECRET-TOKEN-VALUE\n", encoding="utf-8")
+    (tmp_path / ".gitkeep").write_text("", encoding="utf-8")
+    problems = lint.check([tmp_path]).problems
+    assert [(p.path.name, p.code, p.loc) for p in problems] == [("README", "KB051", "(file)"),
+                                                                ("plan-index-b.yml", "KB051", "(file)")]
+    assert not any("SECRET" in p.format() for p in problems)
 
 
 # --- kb check --explain -------------------------------------------------------------------

@@ -1,0 +1,196 @@
+"""`kb build -d DIR` replaces DIR whole: it refuses targets it would destroy, swaps atomically,
+serialises builds of one target and removes what killed builds left."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+from kb import build
+from kb.cli import main
+
+ENTRIES = FIXTURES / "good"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """One site built from the good fixture into a folder that existed and was empty."""
+    target = tmp_path_factory.mktemp("built") / "site"
+    target.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)
+        assert main(["build", "-d", str(target), "--entries", str(ENTRIES)]) == 0
+    return target
+
+
+def _siblings(target: Path) -> set[str]:
+    """What a build would leave beside `target`: `.<name>.lock`, staging and old-site folders."""
+    resolved = target.resolve()
+    return {p for p in os.listdir(resolved.parent) if p.startswith(f".{resolved.name}.")}
+
+
+def _refused(capsys, target: Path, *args: str) -> str:
+    before = _siblings(target)
+    assert main(["build", "-d", str(target), *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"kb build: refusing -d {str(target)!r} ({target.resolve()}): ")
+    assert "name a folder of its own, e.g. -d site" in err
+    assert _siblings(target) == before
+    return err
+
+
+def _untouched_repo():
+    for path in ("mkdocs.yml", ".git/HEAD", "kb/build.py", "site_src/index.md"):
+        assert (ROOT / path).is_file(), path
+    assert not (ROOT / build.MARKER).exists()
+    assert not (ROOT / "index.html").exists()
+
+
+def test_the_repository_root_is_refused(capsys):
+    assert "it is the repository root (it holds mkdocs.yml)" in _refused(capsys, Path("."))
+    _untouched_repo()
+
+
+def test_a_symlink_to_the_repository_is_refused(capsys, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(ROOT)
+    assert "it is the repository root" in _refused(capsys, link)
+    assert link.is_symlink()
+    _untouched_repo()
+
+
+@pytest.mark.parametrize("target", [ROOT.parent, Path("/")])
+def test_a_folder_holding_the_repository_is_refused(capsys, target):
+    listed = sorted(os.listdir("/"))
+    assert f"it holds the repository {str(ROOT)!r}" in _refused(capsys, target)
+    assert sorted(os.listdir("/")) == listed
+    _untouched_repo()
+
+
+def test_the_entries_folder_and_what_holds_or_is_in_it_are_refused(capsys):
+    entries = sorted(os.listdir(ROOT / "kb" / "entries"))
+    assert "it is the entries folder;" in _refused(capsys, Path("kb/entries"))
+    assert "it holds the entries folder" in _refused(capsys, Path("kb"))
+    assert "it is inside the entries folder" in _refused(capsys, Path("kb/entries/site"))
+    assert not (ROOT / "kb" / "entries" / "site").exists()
+    assert sorted(os.listdir(ROOT / "kb" / "entries")) == entries
+    _untouched_repo()
+
+
+def test_a_folder_inside_git_is_refused(capsys):
+    assert "it is inside a .git folder" in _refused(capsys, Path(".git/site"))
+    assert not (ROOT / ".git" / "site").exists()
+
+
+def test_a_file_is_refused(capsys, tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("mine\n")
+    assert "it is a file, not a folder" in _refused(capsys, target, "--entries", str(ENTRIES))
+    assert target.read_text() == "mine\n"
+
+
+def test_a_non_empty_folder_kb_did_not_build_is_refused(capsys, tmp_path):
+    target = tmp_path / "photos"
+    (target / "2024").mkdir(parents=True)
+    (target / "2024" / "a.jpg").write_bytes(b"\xff\xd8")
+    (target / "index.html").write_text("<p>my own page</p>")
+    err = _refused(capsys, target, "--entries", str(ENTRIES))
+    assert "it is not empty and has no .kb-site marker, so kb build did not make it" in err
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*")) == \
+        ["2024", "2024/a.jpg", "index.html"]
+    assert (target / "index.html").read_text() == "<p>my own page</p>"
+
+
+def test_an_empty_folder_becomes_a_site_with_the_marker(site):
+    assert (site / "index.html").is_file()
+    assert (site / build.MARKER).read_text(encoding="utf-8") == build.MARKER_TEXT
+    assert "kb-site" not in (site / "sitemap.xml").read_text(encoding="utf-8")
+    assert oct(site.stat().st_mode & 0o777) == oct(0o755)
+    assert _siblings(site) == {".site.lock"}
+
+
+def test_the_swap_exchanges_folders_in_one_step_here(tmp_path):
+    """This machine has renameat2(RENAME_EXCHANGE): the rebuild below never goes through the fallback."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "new").touch()
+    assert build._exchange(a, b) is True
+    assert os.listdir(a) == [] and os.listdir(b) == ["new"]
+
+
+POLL = """
+import os, sys
+site, stop = sys.argv[1], sys.argv[2]
+checks = missing = 0
+while not os.path.exists(stop):
+    if not os.path.isdir(site) or not os.path.exists(os.path.join(site, "index.html")):
+        missing += 1
+    checks += 1
+print(checks, missing)
+"""
+
+
+def test_readers_always_find_the_site_during_rebuilds(site, tmp_path, capsys):
+    """Another process polls the site while it is rebuilt three times: it is never missing."""
+    stop = tmp_path / "stop"
+    poller = subprocess.Popen([sys.executable, "-c", POLL, str(site), str(stop)], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.2)
+        for _ in range(3):
+            assert main(["build", "-d", str(site), "--entries", str(ENTRIES)]) == 0
+    finally:
+        stop.touch()
+        checks, missing = map(int, poller.communicate(timeout=30)[0].split())
+    assert missing == 0
+    assert checks > 1000
+    assert capsys.readouterr().out.count(f"pages into {site} in") == 3
+    assert (site / build.MARKER).is_file()
+    assert _siblings(site) == {".site.lock"}
+
+
+def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, capsys):
+    target = tmp_path / "site"
+    stale = [tmp_path / ".site.building-k1ll3d", tmp_path / ".site.old-4242"]
+    for folder in stale:
+        (folder / "assets").mkdir(parents=True)
+        (folder / "assets" / "x.css").write_text("stale")
+    foreign = tmp_path / ".other.building-keep"
+    foreign.mkdir()
+
+    # A build holding the lock: the new one must wait and must not touch its staging folders.
+    fd = os.open(tmp_path / ".site.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    codes = []
+    second = threading.Thread(target=lambda: codes.append(
+        main(["build", "-d", str(target), "--entries", str(ENTRIES)])))
+    second.start()
+    err = ""
+    deadline = time.monotonic() + 30
+    while "waiting" not in err and time.monotonic() < deadline:
+        time.sleep(0.05)
+        err += capsys.readouterr().err
+    try:
+        assert err == f"kb build: another kb build into {target} is running (it holds {tmp_path / '.site.lock'});" \
+                      " waiting for it\n"
+        time.sleep(0.3)
+        assert all(folder.is_dir() for folder in stale)
+        assert not target.exists()
+    finally:
+        os.close(fd)
+        second.join()
+    assert codes == [0]
+    assert (target / "index.html").is_file()
+    assert not any(folder.exists() for folder in stale)
+    assert foreign.is_dir()
+    assert _siblings(target) == {".site.lock"}
