@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from kb import facts as facts_mod
 from kb.facts import Facts
-from kb.lint import Cell
+from kb.schema import Cell
 from kb.visible import visible
 
 VERDICTS = ("affected", "fixed", "unknown", "not-applicable")
@@ -191,7 +191,7 @@ def applies_sentence(entry, name: Callable[[str], str] = lambda p: p) -> str:
 
 
 def verdicts(cells: list[Cell], facts: Facts, site_url: str = "") -> list[Verdict]:
-    from kb.pages import Site
+    from kb.catalog import Site
 
     site = Site(cells)
     out = []

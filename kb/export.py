@@ -15,8 +15,8 @@ from packaging.specifiers import SpecifierSet
 
 from kb import schema
 from kb.facets import STATUS_NAMES, package_name
-from kb.lint import Cell
-from kb.pages import Site
+from kb.catalog import Site
+from kb.schema import Cell
 
 API = "api/v1/"
 # Record package names -> PyPI distribution names, for OSV `affected[].package`.

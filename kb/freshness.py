@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from kb import facets
-from kb.lint import Cell
+from kb.catalog import FRESHNESS_URL as URL
+from kb.page import Page
+from kb.schema import Cell
 
-URL = "freshness/"
 WATCHED = ("fix-proposed", "fixed-main")
 STALE_AFTER_DAYS = 60
 
@@ -96,7 +97,6 @@ def waiting(cells: list[Cell], reference: dt.date | None, days: int = STALE_AFTE
 
 def page(renderer):
     """The freshness page (`freshness/`) of a `kb.pages.Renderer`."""
-    from kb.pages import Page
 
     cells = renderer.site.cells
     reference = reference_date(cells)

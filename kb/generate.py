@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb import export, lint, match, urls
-from kb.pages import Page, Renderer, Site
+from kb.catalog import Site
+from kb.page import Page
+from kb.pages import Renderer
 
 
 class GenerateError(RuntimeError):

@@ -19,25 +19,10 @@ from kb.load import Loaded, dotted, load, not_regular
 from kb.normalise import normalise
 from kb.problems import MISSING, Problem
 from kb.rules import code_of_pydantic
-from kb.schema import ID_PATTERN, Entry
+from kb.schema import ID_PATTERN, Cell, Entry
 from kb.slug import slug
 
 ENTRIES = Path("kb/entries")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A validated entry with its identity (the file stem) and where its values sit."""
-
-    id: str
-    path: Path
-    entry: Entry
-    lines: dict = field(repr=False, compare=False, hash=False)
-
-    def line_of(self, loc: tuple) -> int:
-        while loc and loc not in self.lines:
-            loc = loc[:-1]
-        return self.lines.get(loc, 1)
 
 
 @dataclass

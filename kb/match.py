@@ -16,8 +16,8 @@ from typing import BinaryIO
 import ahocorasick_rs
 
 from kb import normalise, patterns
-from kb.lint import Cell
-from kb.pages import Site
+from kb.catalog import Site
+from kb.schema import Cell
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 1024 * 1024

@@ -22,9 +22,10 @@ import re
 from dataclasses import dataclass
 
 from kb import facets
-from kb.lint import Cell
+from kb.catalog import MATRIX_URL as URL
+from kb.page import Page
+from kb.schema import Cell
 
-URL = "matrix/"
 
 # (column key, column header, pattern matched against a GPU string, case-insensitive)
 HARDWARE: tuple[tuple[str, str, str], ...] = (
@@ -167,7 +168,6 @@ def build(cells: list[Cell]) -> Matrix:
 
 def page(renderer):
     """The matrix page (`matrix/`) of a `kb.pages.Renderer`."""
-    from kb.pages import Page
 
     matrix = build(renderer.site.cells)
     body = renderer._render("matrix.html", URL, matrix=matrix, hardware=HARDWARE, stacks=STACKS,

@@ -9,98 +9,17 @@ any sub-path.
 
 from __future__ import annotations
 
-import posixpath
-from collections import defaultdict
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb import charts, facets, freshness, matrix, prose
-from kb.lint import Cell
-from kb.slug import slug
+from kb.rulespage import rules_page
+from kb.catalog import Site, facet_url, rel, string_url
+from kb.page import Page
+from kb.schema import Cell
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "pages"
-NEWEST = 10
-
-
-@dataclass(frozen=True)
-class Page:
-    url: str  # relative to the site root, "" for the home page, always ending in "/" otherwise
-    title: str  # plain text; escaped by whoever writes it into markup
-    description: str
-    body: str  # HTML
-    kind: str  # cell | pointer | disambiguation | index
-    updated: str | None = None  # the newest `updated` date of the cells shown (for sitemaps)
-    jsonld: str | None = None  # structured data for search engines, ready for a <script> element
-
-    @property
-    def src(self) -> str:
-        """Source path of the page for a static-site engine with directory URLs."""
-        return self.url.rstrip("/") + ".md" if self.url else "index.md"
-
-
-def rel(here: str, to: str) -> str:
-    """Relative link from page URL `here` to page URL `to` (both site-root relative)."""
-    target = posixpath.relpath(to or ".", here or ".")
-    if target == ".":
-        return "./"
-    return target + ("" if "#" in target else "/")
-
-
-def string_url(text: str) -> str:
-    return f"e/{slug(text)}/"
-
-
-def facet_url(facet: str, value: str | None = None) -> str:
-    return f"by/{facet}/" + (f"{value}/" if value else "")
-
-
-class Site:
-    """The cells and every URL derived from them."""
-
-    def __init__(self, cells: list[Cell]):
-        self.cells = sorted(cells, key=lambda c: c.id)
-        self.by_id = {c.id: c for c in self.cells}
-        self.owners: dict[str, list[Cell]] = defaultdict(list)
-        for cell in self.cells:
-            for signature in cell.entry.signatures:
-                if cell not in self.owners[signature.text]:
-                    self.owners[signature.text].append(cell)
-
-    def url(self, cell: Cell) -> str:
-        return string_url(cell.entry.signatures[0].text)
-
-    @cached_property
-    def facet_index(self) -> dict[str, dict[str, tuple[str, list[Cell]]]]:
-        """facet -> value key -> (display name, cells), values and cells in a fixed order."""
-        index: dict[str, dict[str, tuple[str, list[Cell]]]] = {}
-        for facet in facets.FACETS:
-            groups: dict[str, tuple[str, list[Cell]]] = {}
-            for cell in self.cells:
-                for value, name in facets.values(facet, cell.entry):
-                    groups.setdefault(value, (name, []))[1].append(cell)
-            index[facet] = dict(sorted(groups.items()))
-        return index
-
-    def listed_in(self, cell: Cell) -> list[tuple[str, str, str]]:
-        """(facet title, value name, url) of every index page that lists `cell`."""
-        return [(facets.FACETS[facet], name, facet_url(facet, value))
-                for facet in facets.FACETS for value, name in facets.values(facet, cell.entry)]
-
-    def newest(self, count: int = NEWEST) -> list[Cell]:
-        return sorted(self.cells, key=lambda c: (c.entry.published, c.entry.updated, c.id), reverse=True)[:count]
-
-    def page_urls(self) -> list[str]:
-        """Every URL this site publishes for its cells and indexes, sorted."""
-        urls = {string_url(text) for text in self.owners}
-        urls.update({"by/", "triage/"})
-        for facet, groups in self.facet_index.items():
-            urls.add(facet_url(facet))
-            urls.update(facet_url(facet, value) for value in groups)
-        urls.update((matrix.URL, freshness.URL, "rules/"))
-        return sorted(urls)
 
 
 class Renderer:
@@ -170,7 +89,5 @@ class Renderer:
         pages += self.indexes()
         pages.append(self.triage())
         pages += [matrix.page(self), freshness.page(self)]
-        from kb.rulespage import rules_page  # it builds on Page, defined here
-
         pages.append(rules_page(self))
         return pages

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kb.pages import Page
+from kb.catalog import RULES_URL as URL
+from kb.page import Page
 from kb.rules import RULES, Rule
 
-URL = "rules/"
 
 # Rules that look at more than one file; the rest look at one file (its bytes, YAML or fields).
 ACROSS_RECORDS = ("KB036", "KB038", "KB040", "KB041", "KB047", "KB048")

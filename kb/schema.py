@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -399,6 +401,22 @@ class Entry(Record):
             _fail("KB039", "'updated' ({updated}) is before 'published' ({published})",
                   updated=updated, published=published)
         return updated
+
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A validated entry with its identity (the file stem) and where its values sit."""
+
+    id: str
+    path: Path
+    entry: Entry
+    lines: dict = field(repr=False, compare=False, hash=False)
+
+    def line_of(self, loc: tuple) -> int:
+        while loc and loc not in self.lines:
+            loc = loc[:-1]
+        return self.lines.get(loc, 1)
 
 
 def json_schema() -> dict:

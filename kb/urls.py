@@ -81,7 +81,7 @@ def redirect_page(old: str, new: str, site_url: str | None) -> str:
     """A standalone page at `old` sending readers (and search engines) to `new`."""
     from markupsafe import escape
 
-    from kb.pages import rel
+    from kb.catalog import rel
 
     target = rel(old, new) if not new.endswith(".json") else rel(old, new).rstrip("/")
     canonical = (site_url.rstrip("/") + "/" + new) if site_url else target
