@@ -28,6 +28,7 @@ from kb.problems import MISSING, Problem
 MAX_FILE_BYTES = 256 * 1024
 MAX_DEPTH = 12
 MAX_KEY_CHARS = 80
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
 
 _PLAIN_TAGS = {
     "tag:yaml.org,2002:str",
@@ -67,47 +68,115 @@ class _Reject(Exception):
         self.problem = (line, loc, message, code)
 
 
-def _scalar(node: yaml.ScalarNode, constructor: yaml.SafeLoader, loc: Loc):
-    if node.tag == "tag:yaml.org,2002:timestamp":
-        return node.value  # dates stay strings; the schema checks them
+_KEY = object()  # a mapping frame waiting for its next key
+
+
+class _Frame:
+    """A mapping or sequence being built from the event stream."""
+
+    __slots__ = ("value", "loc", "key", "key_line")
+
+    def __init__(self, value, loc: Loc):
+        self.value, self.loc, self.key, self.key_line = value, loc, _KEY, 0
+
+
+def _scalar(event, loader, loc: Loc):
+    tag = event.tag if event.tag not in (None, "!") else (
+        loader.resolve(yaml.ScalarNode, event.value, event.implicit) if event.tag is None else "tag:yaml.org,2002:str")
+    line = event.start_mark.line + 1
+    if tag not in _PLAIN_TAGS:
+        raise _Reject(line, _dotted(loc),
+                      f"YAML tag {tag!r} is not allowed; use plain strings, numbers, lists and mappings", "KB006")
+    if tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:str"):
+        return event.value  # dates stay strings; the schema checks them
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
     try:
-        return constructor.construct_object(node, deep=True)
+        return loader.construct_object(node, deep=True)
     except (ValueError, KeyError, IndexError, TypeError, yaml.YAMLError):
-        kind = node.tag.rsplit(":", 1)[-1]
-        raise _Reject(node.start_mark.line + 1, _dotted(loc),
-                      f"{node.value[:40]!r} cannot be read as YAML {kind}; quote it to write text", "KB022") from None
+        kind = tag.rsplit(":", 1)[-1]
+        raise _Reject(line, _dotted(loc),
+                      f"{event.value[:40]!r} cannot be read as YAML {kind}; quote it to write text", "KB022") from None
 
 
-def _build(node, loc: Loc, lines: dict, constructor, depth: int):
-    if depth > MAX_DEPTH:
-        raise _Reject(node.start_mark.line + 1, _dotted(loc),
-                      f"nesting deeper than {MAX_DEPTH} levels; entries are shallow records", "KB008")
-    if node.tag not in _PLAIN_TAGS:
-        raise _Reject(node.start_mark.line + 1, _dotted(loc),
-                      f"YAML tag {node.tag!r} is not allowed; use plain strings, numbers, lists and mappings", "KB006")
-    lines[loc] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _PLAIN_TAGS:
-                raise _Reject(key_node.start_mark.line + 1, _dotted(loc),
-                              "mapping keys must be plain words", "KB006")
-            key = key_node.value
-            if len(key) > MAX_KEY_CHARS or not key.isprintable():  # a key is printed in every problem's field path
-                raise _Reject(key_node.start_mark.line + 1, _dotted(loc),
-                              f"mapping keys must be plain words (printable, at most {MAX_KEY_CHARS} characters)",
-                              "KB006")
-            if key in out:
-                raise _Reject(key_node.start_mark.line + 1, _dotted(loc + (key,)),
-                              f"duplicate key {key!r} (first on line {lines[loc + (key,)]}); keep one", "KB005")
-            out[key] = _build(value_node, loc + (key,), lines, constructor, depth + 1)
-            # A mapping or list is reported at its key's line; a scalar where it is written.
-            if not isinstance(value_node, yaml.ScalarNode):
-                lines[loc + (key,)] = key_node.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(item, loc + (i,), lines, constructor, depth + 1) for i, item in enumerate(node.value)]
-    return _scalar(node, constructor, loc)
+def _compose(text: str, lines: dict):
+    """Plain data from one YAML document, built in one pass over libyaml's events (the C parser
+    when PyYAML has it): aliases, anchors, tags that construct objects, duplicate or unprintable
+    keys and deep nesting are refused as they come, before anything is expanded."""
+    loader = _Loader(text)
+    stack: list[_Frame] = []
+    root = None
+    documents = 0
+    try:
+        while True:
+            event = loader.get_event()
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.StreamEndEvent):
+                break
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise _Reject(line, "(file)", "a second YAML document (---); an entry is one mapping", "KB003")
+                continue
+            if isinstance(event, (yaml.StreamStartEvent, yaml.DocumentEndEvent)):
+                continue
+            if isinstance(event, yaml.AliasEvent):
+                raise _Reject(line, "(file)", f"YAML alias '*{event.anchor}' is not allowed; write the value out", "KB007")
+            if getattr(event, "anchor", None):
+                raise _Reject(line, "(file)", f"YAML anchor '&{event.anchor}' is not allowed; write the value out", "KB007")
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                value = stack.pop().value
+                if not stack:
+                    root = value
+                continue
+            parent = stack[-1] if stack else None
+            if parent is not None and isinstance(parent.value, dict) and parent.key is _KEY:
+                _take_key(parent, event, loader, lines)
+                continue
+            loc = parent.loc + ((parent.key if isinstance(parent.value, dict) else len(parent.value)),) if parent else ()
+            if isinstance(event, yaml.ScalarEvent):
+                value = _scalar(event, loader, loc)
+                lines[loc] = line
+            else:
+                if len(stack) >= MAX_DEPTH:
+                    raise _Reject(line, "(file)", f"nesting deeper than {MAX_DEPTH} levels; entries are shallow records",
+                                  "KB008")
+                kind = yaml.MappingNode if isinstance(event, yaml.MappingStartEvent) else yaml.SequenceNode
+                tag = event.tag or loader.resolve(kind, None, event.implicit)
+                if tag not in _PLAIN_TAGS:
+                    raise _Reject(line, _dotted(loc),
+                                  f"YAML tag {tag!r} is not allowed; use plain strings, numbers, lists and mappings", "KB006")
+                value = {} if kind is yaml.MappingNode else []
+                # A mapping or list is reported at its key's line; a scalar where it is written.
+                lines[loc] = parent.key_line if parent is not None and isinstance(parent.value, dict) else line
+                stack.append(_Frame(value, loc))
+            if parent is None:
+                root = value
+            elif isinstance(parent.value, dict):
+                parent.value[parent.key] = value
+                parent.key = _KEY
+            else:
+                parent.value.append(value)
+    finally:
+        loader.dispose()
+    return root
+
+
+def _take_key(frame: _Frame, event, loader, lines: dict) -> None:
+    line = event.start_mark.line + 1
+    if not isinstance(event, yaml.ScalarEvent):
+        raise _Reject(line, _dotted(frame.loc), "mapping keys must be plain words", "KB006")
+    tag = event.tag if event.tag not in (None, "!") else (
+        loader.resolve(yaml.ScalarNode, event.value, event.implicit) if event.tag is None else "tag:yaml.org,2002:str")
+    if tag not in _PLAIN_TAGS:
+        raise _Reject(line, _dotted(frame.loc), "mapping keys must be plain words", "KB006")
+    key = event.value
+    if len(key) > MAX_KEY_CHARS or not key.isprintable():  # a key is printed in every problem's field path
+        raise _Reject(line, _dotted(frame.loc),
+                      f"mapping keys must be plain words (printable, at most {MAX_KEY_CHARS} characters)", "KB006")
+    if key in frame.value:
+        raise _Reject(line, _dotted(frame.loc + (key,)),
+                      f"duplicate key {key!r} (first on line {lines[frame.loc + (key,)]}); keep one", "KB005")
+    frame.key, frame.key_line = key, line
 
 
 def _dotted(loc: Loc) -> str:
@@ -118,23 +187,6 @@ def _dotted(loc: Loc) -> str:
 
 
 dotted = _dotted
-
-
-def _scan_events(text: str) -> None:
-    """Reject aliases, anchors and deep nesting from the event stream, before anything is built."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        line = event.start_mark.line + 1
-        if isinstance(event, yaml.AliasEvent):
-            raise _Reject(line, "(file)", f"YAML alias '*{event.anchor}' is not allowed; write the value out", "KB007")
-        if getattr(event, "anchor", None):
-            raise _Reject(line, "(file)", f"YAML anchor '&{event.anchor}' is not allowed; write the value out", "KB007")
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise _Reject(line, "(file)", f"nesting deeper than {MAX_DEPTH} levels; entries are shallow records", "KB008")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
 
 
 def _first_bad_byte(raw: bytes, error: UnicodeDecodeError) -> tuple[int, str]:
@@ -227,14 +279,12 @@ def load(path: Path) -> Loaded:
         line, message = _first_bad_byte(raw, exc)
         return fail(line, "(file)", message, "KB001")
     try:
-        _scan_events(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        if node is None:
+        data = _compose(text, result.lines)
+        if data is None:
             return fail(1, "(file)", "file is empty; an entry is a YAML mapping of fields", "KB004")
-        if not isinstance(node, yaml.MappingNode):
-            return fail(node.start_mark.line + 1, "(file)",
+        if not isinstance(data, dict):
+            return fail(result.lines.get((), 1), "(file)",
                         "top level must be a mapping of fields (key: value), not a list or a scalar", "KB004")
-        data = _build(node, (), result.lines, yaml.SafeLoader(""), 0)
     except _Reject as exc:
         return fail(*exc.problem)
     except yaml.MarkedYAMLError as exc:
