@@ -25,22 +25,18 @@ _state: dict = {}
 MARKER = re.compile(r"<!--\s*kb:([a-z-]+)\s*-->")
 
 
-def _setting(config, env: str, key: str) -> Path | None:
-    value = os.environ.get(env) or config["extra"].get(key)
-    return Path(value) if value else None
+def _path(extra: dict, key: str) -> Path | None:
+    return Path(extra[key]) if extra.get(key) else None
 
 
 def on_config(config):
-    default = config["extra"].get("kb_entries", "kb/entries")
-    entries = Path(os.environ.get("KB_ENTRIES") or default)
-    # The URL lock guards the live entries; another entries folder brings its own (KB_URL_LOCK).
-    own = Path(default).resolve() == entries.resolve()
-    lock = Path(os.environ["KB_URL_LOCK"]) if os.environ.get("KB_URL_LOCK") else (
-        _setting(config, "", "kb_url_lock") if own else None)
-    redirects = Path(os.environ["KB_REDIRECTS"]) if os.environ.get("KB_REDIRECTS") else (
-        _setting(config, "", "kb_redirects") if own else None)
+    # mkdocs.yml names the entries, the URL lock and the redirects; `kb build` may set them (and
+    # hand on its check, `kb_checked`) in this build's config.
+    extra = config["extra"]
+    entries = Path(extra.get("kb_entries") or "kb/entries")
     try:
-        generated = generate(entries, config["site_url"] or None, lock, redirects)
+        generated = generate(entries, config["site_url"] or None, _path(extra, "kb_url_lock"),
+                             _path(extra, "kb_redirects"), checked=extra.pop("kb_checked", None))
     except GenerateError as exc:
         raise PluginError(str(exc)) from exc
     _state.update(generated=generated, pages={p.src: p for p in generated.pages})

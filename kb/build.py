@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb import generate
+from kb import lint
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".kb-site"
@@ -69,7 +69,10 @@ def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
     return None
 
 
-def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml", site_url: str | None = None) -> int:
+def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml", site_url: str | None = None,
+          lock: Path | None = None, redirects: Path | None = None) -> int:
+    """Check `entries` and build the site into `site_dir`. The URL lock and redirects of the
+    config guard its own entries folder; another folder is built without them unless given."""
     from mkdocs.exceptions import MkDocsException
 
     reason = refusal(site_dir, entries, config_file)
@@ -78,7 +81,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         return 2
 
     started = time.perf_counter()
-    result = generate.checked(entries)
+    result = lint.check([entries])
     if result.problems:
         for problem in result.problems:
             print(problem.format())
@@ -93,7 +96,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
         staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read the site
         try:
-            _render(staging, entries, config_file, site_url)
+            _render(staging, entries, config_file, site_url, lock, redirects, result)
             (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         except (MkDocsException, SystemExit) as exc:
             shutil.rmtree(staging, ignore_errors=True)
@@ -108,8 +111,10 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
     return 0
 
 
-def _render(staging: Path, entries: Path, config_file: Path, site_url: str | None) -> None:
-    """Runs mkdocs (with the kb hook and the search index) into `staging`."""
+def _render(staging: Path, entries: Path, config_file: Path, site_url: str | None, lock: Path | None,
+            redirects: Path | None, checked: lint.Result) -> None:
+    """Runs mkdocs (with the kb hook and the search index) into `staging`. What the hook needs
+    travels in this build's config (`extra`), never in the environment."""
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
@@ -118,21 +123,23 @@ def _render(staging: Path, entries: Path, config_file: Path, site_url: str | Non
     previous_level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    previous_entries = os.environ.get("KB_ENTRIES")
-    os.environ["KB_ENTRIES"] = str(entries.resolve())
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
     try:
         overrides = {"site_dir": str(staging), "strict": True}
         if site_url is not None:
             overrides["site_url"] = site_url
-        mkdocs_build(load_config(str(config_file), **overrides))
+        config = load_config(str(config_file), **overrides)
+        extra = config["extra"]
+        own = Path(extra.get("kb_entries") or "kb/entries").resolve() == entries.resolve()
+        extra["kb_entries"] = str(entries.resolve())
+        for key, given in (("kb_url_lock", lock), ("kb_redirects", redirects)):
+            if given is not None or not own:
+                extra[key] = str(given) if given is not None else ""
+        extra["kb_checked"] = checked
+        mkdocs_build(config)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous_level)
-        if previous_entries is None:
-            os.environ.pop("KB_ENTRIES", None)
-        else:
-            os.environ["KB_ENTRIES"] = previous_entries
 
 
 @contextlib.contextmanager

@@ -39,24 +39,12 @@ def _facts_schema() -> dict | None:
     return facts.json_schema() if hasattr(facts, "json_schema") else None
 
 
-_checked: dict[Path, tuple[tuple, lint.Result]] = {}
-
-
-def checked(entries: Path) -> lint.Result:
-    """`lint.check` of an entries folder, done once while its files stay as they are: `kb build`
-    checks before it starts mkdocs, and the hook inside that build asks again."""
-    files = lint.entry_files([entries])
-    fingerprint = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.exists())
-    key = entries.resolve()
-    if key not in _checked or _checked[key][0] != fingerprint:
-        _checked[key] = (fingerprint, lint.check([entries]))
-    return _checked[key][1]
-
-
 def generate(entries: Path, site_url: str | None = None, lock: Path | None = None,
-             redirects: Path | None = None) -> Generated:
+             redirects: Path | None = None, checked: lint.Result | None = None) -> Generated:
+    """Everything the site publishes. `checked` is the result of `lint.check([entries])` when the
+    caller already has it (`kb build` checks before it starts the engine)."""
     started = time.perf_counter()
-    result = checked(entries)
+    result = checked if checked is not None else lint.check([entries])
     if result.problems:
         shown = "\n".join(p.format() for p in result.problems[:50])
         raise GenerateError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")

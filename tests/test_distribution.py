@@ -146,9 +146,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def _build_with(entries, lock, redirects, out, monkeypatch, capsys) -> tuple[int, str]:
-    monkeypatch.setenv("KB_URL_LOCK", str(lock))
-    monkeypatch.setenv("KB_REDIRECTS", str(redirects))
-    code = build.build(out, entries, site_url=SITE_URL)
+    code = build.build(out, entries, site_url=SITE_URL, lock=lock, redirects=redirects)
     return code, capsys.readouterr().err
 
 
