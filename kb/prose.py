@@ -16,6 +16,7 @@ those messages are for people, this module is the defence.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import nh3
@@ -41,6 +42,9 @@ def _parser(html: bool) -> MarkdownIt:
     return md
 
 
+# Text without these cannot hold HTML, a link, an image or a heading (ATX `#`, or a setext
+# underline of `=` or `-`): `problems()` need not parse it.
+_SUSPECT = re.compile(r"[<\[#]|^ {0,3}[=-]", re.M)
 _RENDER = _parser(html=False).disable(_OFF)
 _INSPECT = _parser(html=True)
 _INSPECT.validateLink = lambda url: True  # see every link the contributor wrote, to name it
@@ -57,6 +61,12 @@ def render(text: str) -> Markup:
 def problems(text: str) -> Iterator[tuple[str, str, str, int]]:
     """(code, message, offending text, line within `text` from 1) for what the renderer would
     show as text instead of markup: raw HTML, links that are not https, images, headings."""
+    if _SUSPECT.search(text):
+        yield from parsed_problems(text)
+
+
+def parsed_problems(text: str) -> Iterator[tuple[str, str, str, int]]:
+    """`problems()` without the shortcut for text that cannot hold markup."""
     for token, line in _walk(_INSPECT.parse(text), 0):
         if token.type in ("html_block", "html_inline"):
             yield ("KB042", "raw HTML is not allowed in prose; put code in `backticks`", token.content.strip(), line)

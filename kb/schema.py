@@ -68,7 +68,8 @@ def _non_character(cp: int) -> bool:
 def _no_controls(value: str, allow_newlines: bool) -> str:
     """KB031, for every string a record holds (text, prose, literals, links, versions): no control
     character, bidirectional control, line or paragraph separator, non-character or lone surrogate."""
-    if value.isprintable():  # every refused character is non-printable: the common case costs one call
+    # Every refused character is non-printable: the common case costs one or two calls.
+    if value.isprintable() or (allow_newlines and value.replace("\n", "").replace("\t", "").isprintable()):
         return value
     for ch in value:
         cp = ord(ch)

@@ -126,3 +126,9 @@ def test_no_text_becomes_an_element_or_attribute_the_renderer_does_not_allow(tex
                 assert value.startswith("https://"), (text, value)
             if name == "style":
                 assert re.fullmatch(r"text-align:\s*(left|right|center)\s*;?", value), (text, value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MARKDOWNISH)
+def test_the_check_skips_only_text_that_cannot_hold_markup(text):
+    assert list(prose.problems(text)) == list(prose.parsed_problems(text))
