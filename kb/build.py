@@ -81,7 +81,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         return 2
 
     started = time.perf_counter()
-    result = lint.check([entries])
+    result = lint.cached_check([entries])
     if result.problems:
         for problem in result.problems:
             print(problem.format())

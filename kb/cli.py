@@ -37,7 +37,7 @@ def _check(args) -> int:
     # signatures), but only its own problems are reported: what a pre-commit hook needs.
     folders = sorted({p.parent for p in named if p.is_file()} | {p for p in paths if p.is_dir()})
     missing = [p for p in named if not p.exists()]
-    result = lint.check(folders + missing) if folders else lint.check(named)
+    result = lint.cached_check(folders + missing if folders else named)
     # abspath, not resolve(): an entry may be a symbolic link (even a loop), refused unread.
     wanted = {os.path.abspath(p) for p in named}
     problems = [p for p in result.problems if os.path.abspath(p.path) in wanted]
@@ -70,7 +70,7 @@ def _match(args) -> int:
     from kb import match
     from kb.visible import visible
 
-    result = lint.check([Path(args.entries)])
+    result = lint.cached_check([Path(args.entries)])
     if result.problems:
         for problem in result.problems:
             print(problem.format(), file=sys.stderr)

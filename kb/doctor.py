@@ -488,7 +488,7 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
     if not entries.is_dir():
         print(f"kb doctor: entries folder {entries} does not exist", file=stderr)
         return 2
-    result = lint.check([entries])
+    result = lint.cached_check([entries])
     if result.problems:
         for problem in result.problems:
             print(problem.format(), file=stderr)

@@ -44,7 +44,7 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
     """Everything the site publishes. `checked` is the result of `lint.check([entries])` when the
     caller already has it (`kb build` checks before it starts the engine)."""
     started = time.perf_counter()
-    result = checked if checked is not None else lint.check([entries])
+    result = checked if checked is not None else lint.cached_check([entries])
     if result.problems:
         shown = "\n".join(p.format() for p in result.problems[:50])
         raise GenerateError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")

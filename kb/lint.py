@@ -6,16 +6,19 @@ Nothing here writes a file.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import ahocorasick_rs
 from pydantic import ValidationError
 
 from kb import patterns
-from kb.load import Loaded, dotted, load, not_regular
+from kb.cache import code_fingerprint, fingerprint
+from kb.load import Loaded, dotted, load, not_regular, parse, read
 from kb.normalise import normalise
 from kb.problems import MISSING, Problem
 from kb.rules import code_of_pydantic
@@ -299,8 +302,54 @@ def _status_against_links(cells: list[Cell]) -> list[Problem]:
     return problems
 
 
-def check(paths: list[Path]) -> Result:
-    """Load, validate and cross-check the entries at `paths`."""
+CHECK_MODULES = ["load", "schema", "lint", "rules", "prose", "patterns", "normalise", "problems", "visible", "slug"]
+CHECK_PACKAGES = ["pydantic", "pydantic_core", "PyYAML", "markdown-it-py", "packaging"]
+
+
+def _one_file(path: Path, cell_id: str, cache) -> tuple[list[Problem], Entry | None, dict | None]:
+    """Load and validate one file: its problems, its entry (None when it is not valid) and the
+    lines of its values (None when it is not a YAML mapping); from `cache` when these bytes were
+    checked by this code today."""
+    raw = read(path)
+    if isinstance(raw, Loaded):
+        return raw.problems, None, None
+    key = None
+    if cache is not None:
+        # "today" is part of the key: a date in the future is refused until that day comes.
+        key = fingerprint(cache.code, dt.date.today().isoformat(), cell_id, raw)
+        hit = cache.get(key)
+        if hit is not None:
+            problems, entry, lines = hit
+            return [dataclasses.replace(p, path=path) for p in problems], entry, lines
+    loaded = parse(path, raw)
+    problems = list(loaded.problems)
+    entry = None
+    if loaded.data is not None:
+        problems.extend(_todo_markers(loaded))
+        entry, found = _validate(loaded, cell_id)
+        problems.extend(found)
+        entry = entry if not found else None  # a TODO marker (KB046) alone still makes a cell
+    result = (problems, entry, loaded.lines if loaded.data is not None else None)
+    if key is not None:
+        cache.put(key, result)
+    return result
+
+
+def cached_check(paths: list[Path]) -> Result:
+    """`check` with the content-hash cache under `.cache/kb/` (what the commands use)."""
+    from kb.cache import Cache
+
+    cache = Cache("check")
+    result = check(paths, cache)
+    cache.save()
+    return result
+
+
+def check(paths: list[Path], cache=None) -> Result:
+    """Load, validate and cross-check the entries at `paths`. With a `kb.cache.Cache`, files whose
+    bytes were checked before are not parsed or validated again."""
+    if cache is not None:
+        cache.code = code_fingerprint(CHECK_MODULES, CHECK_PACKAGES)
     files = _listed(paths)
     cells: list[Cell] = []
     problems: list[Problem] = []
@@ -322,20 +371,17 @@ def check(paths: list[Path]) -> Result:
             problems.append(Problem(path, 1, "(file name)",
                                     "entry files are named <id>.yaml, the id lowercase words, digits and hyphens",
                                     "KB010", path.name))
-        loaded = load(path)
-        problems.extend(loaded.problems)
-        if loaded.data is None:
-            continue
-        problems.extend(_todo_markers(loaded))
-        entry, found = _validate(loaded, cell_id)
+        found, entry, lines = _one_file(path, cell_id, cache)
         problems.extend(found)
+        if lines is None:
+            continue  # refused unread, or not a YAML mapping: it claims no id
         if cell_id in first_path:
             problems.append(Problem(path, 1, "(file name)",
                                     f"id is also used by {first_path[cell_id]}; rename one", "KB038", cell_id))
             continue
         first_path[cell_id] = path
-        if entry is not None and not found:
-            cells.append(Cell(cell_id, path, entry, loaded.lines))
+        if entry is not None:
+            cells.append(Cell(cell_id, path, entry, lines))
     problems.extend(_cross_checks(cells, set(first_path)))
     problems.sort(key=Problem.sort_key)
     return Result(cells=cells, problems=problems, files=len(files))

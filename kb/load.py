@@ -259,18 +259,28 @@ def read_entry(path: Path) -> bytes:
     return raw
 
 
+def read(path: Path) -> bytes | Loaded:
+    """The bytes of the entry at `path`, or a `Loaded` holding why it was refused unread."""
+    try:
+        return read_entry(path)
+    except _Reject as exc:
+        return Loaded(path, None, problems=[Problem(path, *exc.problem)])
+
+
 def load(path: Path) -> Loaded:
     """Read `path` into plain data; every problem found is attached, nothing is raised."""
+    raw = read(path)
+    return raw if isinstance(raw, Loaded) else parse(path, raw)
+
+
+def parse(path: Path, raw: bytes) -> Loaded:
+    """The plain data of an entry's bytes (read from `path`), with every problem attached."""
     result = Loaded(path=path, data=None)
 
     def fail(line: int, loc: str, message: str, code: str, got=MISSING) -> Loaded:
         result.problems.append(Problem(path, line, loc, message, code, got))
         return result
 
-    try:
-        raw = read_entry(path)
-    except _Reject as exc:
-        return fail(*exc.problem)
     if raw.startswith(b"\xef\xbb\xbf"):
         return fail(1, "(file)", "file starts with a byte-order mark; save it as UTF-8 without BOM", "KB002")
     try:

@@ -1,0 +1,107 @@
+"""A cache keyed by content hash, under `.cache/kb/` (safe to delete, never committed).
+
+Each stage keeps one file per namespace (`check`, ...): a mapping from the SHA-256 of
+everything a result depends on (the input bytes, the code and package versions that produce it,
+the day when the result depends on it) to the result. A key never goes stale, so nothing is
+invalidated by hand: a changed input or a new version of the code is a new key. A run keeps the
+keys it did not use (another entries folder may need them) until the file holds more than
+`KEEP` of them; then only the keys of that run are kept.
+
+The files are pickles, so the cache is only as trusted as this checkout's own writes: when any
+file under `.cache/` is tracked by git (a pull request that commits one), the cache is not read
+or written at all, and the run says so. Writes go through a temporary file and one rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDER = ROOT / ".cache" / "kb"
+KEEP = 50_000
+
+
+def fingerprint(*parts: str | bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def code_fingerprint(modules: list[str], packages: list[str]) -> str:
+    """What a stage's results depend on besides their input: its modules' source and the
+    versions of the packages it calls."""
+    parts: list[str | bytes] = []
+    for name in modules:
+        parts += [name, (ROOT / "kb" / f"{name}.py").read_bytes()]
+    for package in packages:
+        parts += [package, metadata.version(package)]
+    return fingerprint(*parts)
+
+
+def _tracked(folder: Path, root: Path) -> bool:
+    """True when git tracks a file under `.cache/` (or cannot say whether it does)."""
+    if not (root / ".git").exists() or not folder.resolve().is_relative_to(root.resolve()):
+        return False  # not in a git checkout: no commit can have written it
+    try:
+        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", str(folder.parent)],
+                              capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return True
+    return done.returncode != 0 or bool(done.stdout)
+
+
+class Cache:
+    """One namespace: `get(key)` and `put(key, value)` during a run, `save()` at its end."""
+
+    def __init__(self, namespace: str, folder: Path | None = None, root: Path = ROOT):
+        folder = folder if folder is not None else FOLDER
+        self.path = folder / f"{namespace}.pickle"
+        self.enabled = not _tracked(folder, root)
+        if not self.enabled:
+            print(f"kb: not using {folder}: git tracks files under it (a cache must never come from a commit)",
+                  file=sys.stderr)
+        self._old: dict[str, object] = {}
+        self._new: dict[str, object] = {}
+        if self.enabled and self.path.is_file():
+            try:
+                with open(self.path, "rb") as stream:
+                    loaded = pickle.load(stream)
+                self._old = loaded if isinstance(loaded, dict) else {}
+            except Exception:  # a torn or foreign file is a cold cache, never an error
+                self._old = {}
+
+    def get(self, key: str):
+        if key in self._new:
+            return self._new[key]
+        if key in self._old:
+            self._new[key] = self._old[key]
+            return self._new[key]
+        return None
+
+    def put(self, key: str, value) -> None:
+        self._new[key] = value
+
+    def save(self) -> None:
+        """Write the cache back when this run added to it."""
+        if not self.enabled or self._new.keys() <= self._old.keys():
+            return
+        kept = self._old | self._new if len(self._old) + len(self._new) <= KEEP else self._new
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as stream:
+                pickle.dump(kept, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.unlink(temporary)
+            raise

@@ -1,0 +1,107 @@
+"""The content-hash cache of `kb check` (kb/cache.py): same answers as no cache, reused while the
+bytes stay the same, redone when they change, never read when a commit could have written it."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import subprocess
+
+import pytest
+
+from kb import cache as cache_mod
+from kb import cli, lint
+
+from conftest import FIXTURES, ROOT
+
+
+def _answers(result: lint.Result):
+    return [c.id for c in result.cells], [p.format() for p in result.problems]
+
+
+@pytest.fixture
+def entries(tmp_path):
+    folder = tmp_path / "entries"
+    shutil.copytree(FIXTURES / "site", folder)
+    return folder
+
+
+def test_cached_answers_equal_uncached_ones_cold_and_warm(entries, tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "FOLDER", tmp_path / "cache")
+    plain = _answers(lint.check([entries]))
+    cold = lint.check([entries], cache_mod.Cache("check", tmp_path / "cache"))
+    store = cache_mod.Cache("check", tmp_path / "cache")
+    warm = lint.check([entries], store)
+    assert _answers(cold) == _answers(warm) == plain
+    assert [c.entry for c in warm.cells] == [c.entry for c in lint.check([entries]).cells]
+
+
+def test_a_warm_check_neither_parses_nor_validates_unchanged_files(entries, tmp_path, monkeypatch):
+    first = cache_mod.Cache("check", tmp_path / "cache")
+    lint.check([entries], first)
+    first.save()
+
+    def never(*args):
+        raise AssertionError("parsed or validated again")
+
+    monkeypatch.setattr(lint, "parse", never)
+    monkeypatch.setattr(lint, "_validate", never)
+    result = lint.check([entries], cache_mod.Cache("check", tmp_path / "cache"))
+    assert len(result.cells) == len(list(entries.glob("*.yaml"))) and result.problems == []
+
+
+def test_an_edited_file_is_checked_again(entries, tmp_path):
+    store = cache_mod.Cache("check", tmp_path / "cache")
+    lint.check([entries], store)
+    store.save()
+    path = entries / "mla-decode-fp8-kv-triton-shared-memory.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("symptoms: [crash]", "symptoms: [melted]"),
+                    encoding="utf-8")
+    result = lint.check([entries], cache_mod.Cache("check", tmp_path / "cache"))
+    assert [(p.path.name, p.loc, p.code) for p in result.problems] == [(path.name, "symptoms[0]", "KB023")]
+    # the problem's path is this file's, even when the same bytes were cached from another folder
+    assert result.problems[0].path == path
+
+
+def test_kb_check_uses_the_cache_and_deleting_it_changes_nothing(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cache_mod, "FOLDER", tmp_path / "cache")
+    assert cli.main(["check"]) == 0
+    assert (tmp_path / "cache" / "check.pickle").is_file()
+    warm = capsys.readouterr().out
+    assert cli.main(["check"]) == 0 and capsys.readouterr().out == warm
+    shutil.rmtree(tmp_path / "cache")
+    assert cli.main(["check"]) == 0 and capsys.readouterr().out == warm
+
+
+class _Planted:
+    def __reduce__(self):
+        return (open, (str(MARKER), "w"))
+
+
+MARKER = None
+
+
+def test_a_cache_committed_to_git_is_never_read(tmp_path, capsys, monkeypatch):
+    global MARKER
+    MARKER = tmp_path / "pickle-ran"
+    repo = tmp_path / "repo"
+    folder = repo / ".cache" / "kb"
+    folder.mkdir(parents=True)
+    (folder / "check.pickle").write_bytes(pickle.dumps({"k": _Planted()}))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(git + ["add", "-f", ".cache"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "cache"], check=True)
+    store = cache_mod.Cache("check", folder, root=repo)
+    assert not store.enabled and store.get("k") is None
+    assert not MARKER.exists()
+    assert "git tracks files under it" in capsys.readouterr().err
+    # the same file, untracked, is this checkout's own cache and is read
+    subprocess.run(git + ["rm", "-q", "--cached", "-r", ".cache"], check=True)
+    (folder / "check.pickle").write_bytes(pickle.dumps({"k": ([], None, {})}))
+    assert cache_mod.Cache("check", folder, root=repo).get("k") == ([], None, {})
+
+
+def test_the_live_checkout_has_no_tracked_cache():
+    done = subprocess.run(["git", "-C", str(ROOT), "ls-files", ".cache"], capture_output=True, text=True, check=True)
+    assert done.stdout == ""
