@@ -1,1 +1,5 @@
-"""Blackwell serving-failure knowledge base: records -> validated cells -> pages, search, exports."""
+"""Blackwell serving-failure knowledge base: load -> check -> catalog -> render / export / triage / doctor."""
+
+from pathlib import Path
+
+ENTRIES = Path("kb/entries")  # the live entries, relative to the repository root

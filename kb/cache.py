@@ -26,6 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / ".cache" / "kb"
 KEEP = 50_000
+# What `kb check`'s answer for one file depends on besides its bytes and the day.
+CHECK_MODULES = ["load", "schema", "lint", "rules", "prose", "patterns", "normalise", "problems", "visible", "slug"]
+CHECK_PACKAGES = ["pydantic", "pydantic_core", "PyYAML", "markdown-it-py", "packaging"]
 
 
 def fingerprint(*parts: str | bytes) -> str:

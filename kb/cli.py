@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from kb import lint, schema
+from kb import ENTRIES
 
 
 def _explain(code: str) -> int:
@@ -31,7 +31,9 @@ def _explain(code: str) -> int:
 def _check(args) -> int:
     if args.explain is not None:
         return _explain(args.explain)
-    paths = [Path(p) for p in args.paths] or [lint.ENTRIES]
+    from kb import lint
+
+    paths = [Path(p) for p in args.paths] or [ENTRIES]
     named = lint.entry_files(paths)
     # A file named alone is checked among the other entries of its folder (related ids, shared
     # signatures), but only its own problems are reported: what a pre-commit hook needs.
@@ -52,6 +54,8 @@ def _check(args) -> int:
 
 
 def _schema(args) -> int:
+    from kb import schema
+
     text = json.dumps(schema.json_schema(), indent=2, sort_keys=True) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -70,13 +74,13 @@ def _match(args) -> int:
     from kb import match
     from kb.visible import visible
 
-    result = lint.cached_check([Path(args.entries)])
-    if result.problems:
-        for problem in result.problems:
+    rule_list, problems = match.load_rules(Path(args.entries))
+    if problems:
+        for problem in problems:
             print(problem.format(), file=sys.stderr)
         print("the entries have problems; run `kb check`", file=sys.stderr)
         return 2
-    matcher = match.Matcher(match.rules(result.cells))
+    matcher = match.Matcher(rule_list)
     try:
         if args.file == "-":
             hits = matcher.scan(sys.stdin.buffer)
@@ -119,7 +123,7 @@ def _lock(args) -> int:
     from kb.generate import GenerateError, generate
 
     try:
-        generated = generate(lint.ENTRIES)
+        generated = generate(ENTRIES)
     except GenerateError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -153,7 +157,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="check the entries and build the site with its search index")
     p.add_argument("-d", "--site-dir", default="site",
                    help="output folder, replaced whole: a new or empty folder or an earlier kb site (default: site/)")
-    p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
     p.add_argument("--site-url", help="public URL of the site, e.g. https://example.org/sub/path/")
     p.set_defaults(run=_build)
 
@@ -164,7 +168,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("match", help="find the cells a log shows (exit 0 matches, 1 none, 2 unreadable)")
     p.add_argument("file", help="log file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url}]")
-    p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
     p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/")
     p.set_defaults(run=_match)
     p = sub.add_parser("doctor", help="judge which cells apply to this machine (exit 0, 2 on bad input)")
@@ -172,7 +176,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--facts", metavar="FILE", help="read the facts from this JSON file (- for standard input) "
                    "instead of probing")
     p.add_argument("--facts-schema", action="store_true", help="print the JSON Schema of a facts file")
-    p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each probe may take (default: 20)")
     p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/ (default: relative)")
     p.set_defaults(run=_doctor)
@@ -189,7 +193,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the signature's kind (default: guessed from the string)")
     p.add_argument("--title", help="the title, one line in your own words (default: a TODO marker)")
     p.add_argument("--id", help="the cell id (default: derived from the error string)")
-    p.add_argument("--entries", default=str(lint.ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
     p.add_argument("-y", "--non-interactive", action="store_true",
                    help="never ask: fail (exit 2) when --text, --gpu or --component is missing")
     p.set_defaults(run=_new)

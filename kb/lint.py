@@ -16,8 +16,8 @@ from pathlib import Path
 import ahocorasick_rs
 from pydantic import ValidationError
 
-from kb import patterns
-from kb.cache import code_fingerprint, fingerprint
+from kb import ENTRIES, patterns  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
+from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint
 from kb.load import Loaded, dotted, load, not_regular, parse, read
 from kb.normalise import normalise
 from kb.problems import MISSING, Problem
@@ -25,7 +25,6 @@ from kb.rules import code_of_pydantic
 from kb.schema import ID_PATTERN, Cell, Entry
 from kb.slug import slug
 
-ENTRIES = Path("kb/entries")
 
 
 @dataclass
@@ -300,10 +299,6 @@ def _status_against_links(cells: list[Cell]) -> list[Problem]:
             loc = ("status", "state")
             problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc), message, "KB049", state))
     return problems
-
-
-CHECK_MODULES = ["load", "schema", "lint", "rules", "prose", "patterns", "normalise", "problems", "visible", "slug"]
-CHECK_PACKAGES = ["pydantic", "pydantic_core", "PyYAML", "markdown-it-py", "packaging"]
 
 
 def _one_file(path: Path, cell_id: str, cache) -> tuple[list[Problem], Entry | None, dict | None]:

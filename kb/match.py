@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 import ahocorasick_rs
 
 from kb import normalise, patterns
-from kb.catalog import Site
-from kb.schema import Cell
+
+if TYPE_CHECKING:  # the check and the catalog load only when the cached rules cannot be used
+    from kb.problems import Problem
+    from kb.schema import Cell
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 1024 * 1024
@@ -47,6 +50,8 @@ class Rule:
 
 def rules(cells: list[Cell]) -> list[Rule]:
     """One rule per signature, in a fixed order (cell id, then signature order)."""
+    from kb.catalog import Site
+
     site = Site(cells)
     out = []
     for cell in site.cells:
@@ -58,6 +63,51 @@ def rules(cells: list[Cell]) -> list[Rule]:
             out.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
                             site.url(cell), cell.entry.title, compiled.words))
     return out
+
+
+MATCH_MODULES = ["match", "patterns", "normalise", "catalog", "slug", "facets"]
+
+
+def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
+    """The rules of an entries folder, or the problems that stop them. From the cache (kb.cache)
+    when every entry's bytes are those a clean check once compiled rules from, so a warm start
+    reads the entry files and one cache file, and imports neither pydantic nor the check."""
+    import datetime as dt
+
+    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, Cache, code_fingerprint, fingerprint
+    from kb.load import read
+
+    cache = Cache("match")
+    key = None
+    try:
+        names = sorted(entries.iterdir())
+    except OSError:
+        names = None
+    if names is not None and all(p.suffix == ".yaml" or p.name.startswith(".") for p in names):
+        parts: list[str | bytes] = [code_fingerprint(CHECK_MODULES + MATCH_MODULES, CHECK_PACKAGES),
+                                    dt.date.today().isoformat()]
+        for path in names:
+            if path.name.startswith("."):
+                continue
+            raw = read(path)
+            if not isinstance(raw, bytes):
+                break
+            parts += [path.name, raw]
+        else:
+            key = fingerprint(*parts)
+            hit = cache.get(key)
+            if hit is not None:
+                return hit, []
+    from kb import lint
+
+    result = lint.cached_check([entries])
+    if result.problems:
+        return [], result.problems
+    rule_list = rules(result.cells)
+    if key is not None:
+        cache.put(key, rule_list)
+        cache.save()
+    return rule_list, []
 
 
 @dataclass

@@ -3,6 +3,7 @@ bytes stay the same, redone when they change, never read when a commit could hav
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 import subprocess
@@ -105,3 +106,18 @@ def test_a_cache_committed_to_git_is_never_read(tmp_path, capsys, monkeypatch):
 def test_the_live_checkout_has_no_tracked_cache():
     done = subprocess.run(["git", "-C", str(ROOT), "ls-files", ".cache"], capture_output=True, text=True, check=True)
     assert done.stdout == ""
+
+
+def test_a_warm_kb_match_reads_its_rules_from_the_cache_without_the_check():
+    """Start-up of `kb match`: the second run in a fresh process imports neither pydantic nor the
+    check, and finds the same cells as the first."""
+    import sys
+
+    code = ("import sys, json; from pathlib import Path; from kb import match; "
+            f"rules, problems = match.load_rules(Path({str(ROOT / 'kb' / 'entries')!r})); "
+            "print(json.dumps([len(rules), len(problems), 'pydantic' in sys.modules, 'kb.lint' in sys.modules]))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+            for _ in range(2)]
+    first, second = (json.loads(run.stdout) for run in runs)
+    assert first[:2] == second[:2] and first[0] > 0 and first[1] == 0
+    assert second[2:] == [False, False]
