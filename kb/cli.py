@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from kb import ENTRIES
+from kb import ENTRIES, facets
 
 
 def _explain(code: str) -> int:
@@ -184,12 +184,12 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("new", help="write a skeleton entry for a new error string (asks for what is not given)")
     p.add_argument("--text", help="the literal error string, exactly as printed (one line)")
     p.add_argument("--gpu", action="append", default=[], help="a GPU it happened on (repeatable)")
-    p.add_argument("--arch", action="append", default=[], choices=["sm_120", "sm_121"],
+    p.add_argument("--arch", action="append", default=[], choices=list(facets.ARCH_NAMES),
                    help="an architecture (repeatable; default: from the GPU names)")
     p.add_argument("--component", action="append", default=[], metavar="PACKAGE:ROLE",
                    help="a package and its role, raises, triggers or involved (repeatable), e.g. vllm:triggers")
     p.add_argument("--link", help="an upstream link: GitHub issue, pull request, commit or release URL")
-    p.add_argument("--kind", choices=["exception", "log-line", "kernel-message", "symptom"],
+    p.add_argument("--kind", choices=list(facets.KIND_NAMES),
                    help="the signature's kind (default: guessed from the string)")
     p.add_argument("--title", help="the title, one line in your own words (default: a TODO marker)")
     p.add_argument("--id", help="the cell id (default: derived from the error string)")

@@ -1,6 +1,9 @@
-"""How cells are grouped for browsing: the facets, their display names and URL keys.
+"""The vocabularies of a record and how cells are grouped for browsing: the facets, their display
+names and URL keys.
 
-Data only; `kb.pages` turns it into index pages and `kb.search` into search filters.
+Data only, and the one source of every closed list: `kb.schema` builds its choices from the keys
+below, `kb new` and the CLI offer them, `kb.pages` turns them into index pages and `kb.search`
+into search filters.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ ARCH_NAMES = {"sm_120": "sm_120 (RTX PRO 6000 / 5000, RTX 50xx)", "sm_121": "sm_
 
 KIND_NAMES = {"exception": "exception", "log-line": "log line", "kernel-message": "kernel message",
               "symptom": "symptom"}
+
+ROLES = ("raises", "triggers", "involved")
+REMEDY_KINDS = ("version-upgrade", "flag", "env-var", "config", "patch")
+RELATED_HOW = ("same-root-number", "look-alike", "same-component", "same-symptom")
 
 
 def key(value: str) -> str:

@@ -26,7 +26,7 @@ from typing import Callable
 
 from pydantic import TypeAdapter, ValidationError
 
-from kb import lint, schema
+from kb import facets, lint, schema
 from kb.problems import show
 
 MAX_ID_CHARS = 60
@@ -34,8 +34,8 @@ MAX_SUFFIX = 99
 TODO_ISSUE = "https://github.com/TODO/TODO/issues/1"
 TODO_PR = "https://github.com/TODO/TODO/pull/1"
 ROLES = ("raises", "triggers", "involved")
-KINDS = ("exception", "log-line", "kernel-message", "symptom")
-ARCHS = ("sm_120", "sm_121")
+KINDS = tuple(facets.KIND_NAMES)
+ARCHS = tuple(facets.ARCH_NAMES)
 # The state a link of each kind most often has when it is first reported.
 FIRST_STATE = {"issue": "open", "pr": "open", "commit": "merged", "release": "published", "doc": "published"}
 
@@ -270,6 +270,12 @@ def look_alikes(new: lint.Cell, cells: list[lint.Cell]) -> list[tuple[str, str]]
 
 # --- the skeleton ----------------------------------------------------------------------------
 
+def _one_of(words) -> str:
+    """'a, b or c' of a vocabulary."""
+    words = list(words)
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
 def skeleton(request: Request, cell_id: str, today: str) -> str:
     """The entry file text: valid as written, every prose placeholder a TODO marker."""
     r = request
@@ -286,10 +292,10 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         f"title: {quote(r.title or 'TODO: name the failure and its cause in one line')}",
         "# Two or three plain sentences: who hits it, doing what, and what happens (no links).",
         f"summary: {quote('TODO: who hits this, doing what, and what happens')}",
-        "# One or more of: out-of-memory, crash, hang, wrong-output, startup-failure, performance.",
+        f"# One or more of: {', '.join(facets.SYMPTOM_NAMES)}.",
         f"symptoms: [{guess_symptom(r.text)}]",
         "status:",
-        "  # fixed-release, fixed-main, fix-proposed, workaround-only, device-limit or under-investigation.",
+        f"  # {_one_of(facets.STATUS_NAMES)}.",
         "  # fixed-*: an upstream link merged/published or a component's fixed_in/fixed_commit;",
         "  # fix-proposed: an open pull request in upstream (rule KB049).",
         "  state: under-investigation",
@@ -348,7 +354,7 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         f"    source: {quote(TODO_ISSUE)}",
         f"    as_of: {today}",
         f"    note: {quote('TODO: the command you ran, or delete the line')}",
-        "# version-upgrade, flag, env-var, config or patch; optional `applies: \">=0.6.18\"` (PEP 440).",
+        f"# {_one_of(facets.REMEDY_KINDS)}; optional `applies: \">=0.6.18\"` (PEP 440).",
         "# Delete a block if there is none yet.",
         "fixes:",
         "  - kind: patch",
@@ -384,7 +390,7 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         f"    as_of: {today}",
         "    confirmed: false",
         "# Cells that look alike or share a cause; each lists the other too (rules KB047, KB048).",
-        "# how: same-root-number, look-alike, same-component or same-symptom.",
+        f"# how: {_one_of(facets.RELATED_HOW)}.",
     ]
     if r.related:
         lines.append("related:")

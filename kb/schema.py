@@ -20,6 +20,8 @@ from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from kb import facets
+
 # Whole-value patterns. In Python's `re`, `$` also matches before a trailing newline, so every
 # `re` pattern here is applied with `fullmatch` and written without `^...$`; digits are spelled
 # [0-9] because `\d` also matches other scripts' digits. The three `*_PATTERN`s below keep their
@@ -225,10 +227,9 @@ def _drawable(value: int | float) -> int | float:
 Number = Union[Annotated[int, AfterValidator(_drawable)],
                Annotated[float, Field(allow_inf_nan=False), AfterValidator(_drawable)]]
 
-SymptomClass = Literal["out-of-memory", "crash", "hang", "wrong-output", "startup-failure", "performance"]
-StatusState = Literal["fixed-release", "fixed-main", "fix-proposed", "workaround-only", "device-limit",
-                      "under-investigation"]
-Arch = Literal["sm_120", "sm_121"]
+SymptomClass = Literal[tuple(facets.SYMPTOM_NAMES)]
+StatusState = Literal[tuple(facets.STATUS_NAMES)]
+Arch = Literal[tuple(facets.ARCH_NAMES)]
 
 
 class Record(BaseModel):
@@ -249,7 +250,7 @@ def _pattern(value: str) -> str:
 
 class Signature(Record):
     text: Literal_
-    kind: Literal["exception", "log-line", "kernel-message", "symptom"]
+    kind: Literal[tuple(facets.KIND_NAMES)]
     match: Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_literal), AfterValidator(_pattern)] | None = None
     note: Text | None = None
 
@@ -271,7 +272,7 @@ class Hardware(Record):
 
 class Component(Record):
     package: Package
-    role: Literal["raises", "triggers", "involved"]
+    role: Literal[facets.ROLES]
     affected: Specifier | None = None
     fixed_in: VersionStr | None = None
     fixed_commit: Annotated[str, Field(pattern=COMMIT_PATTERN)] | None = None
@@ -320,7 +321,7 @@ class Measurement(Record):
 
 
 class Remedy(Record):
-    kind: Literal["version-upgrade", "flag", "env-var", "config", "patch"]
+    kind: Literal[facets.REMEDY_KINDS]
     what: Text
     note: LongText | None = None
     package: Package | None = None
@@ -370,7 +371,7 @@ class Claim(Record):
 
 class Related(Record):
     id: CellId
-    how: Literal["same-root-number", "look-alike", "same-component", "same-symptom"]
+    how: Literal[facets.RELATED_HOW]
     note: LongText | None = None
 
 
