@@ -226,3 +226,25 @@ def test_golden_pages(name, url):
     if os.environ.get("KB_UPDATE_GOLDEN"):
         golden.write_text(body, encoding="utf-8")
     assert body == golden.read_text(encoding="utf-8"), f"rendered page changed; KB_UPDATE_GOLDEN=1 to accept"
+
+
+def test_search_index_holds_what_people_search_and_not_tables_or_links(fixture_site):
+    """Pagefind's stored text of a cell page (its fragment): the literal strings, the summary and
+    the mechanism; not the measurement tables and charts, the upstream list, claims or related."""
+    import gzip
+    import json as json_lib
+
+    fragments = {}
+    for path in (fixture_site / "pagefind" / "fragment").glob("*.pf_fragment"):
+        raw = gzip.decompress(path.read_bytes())
+        assert raw.startswith(b"pagefind_dcd")
+        data = json_lib.loads(raw[len(b"pagefind_dcd"):])
+        fragments[data["url"]] = data["content"]
+    site = _site(FIXTURES / "site")
+    cell = site.by_id["mla-decode-fp8-kv-triton-shared-memory"]
+    content = fragments["/" + site.url(cell)]
+    e = cell.entry
+    for wanted in [s.text for s in e.signatures] + ["fixes BLOCK_DMODEL at 512", e.summary.split(".")[0]]:
+        assert wanted in content, wanted
+    for unwanted in [m.quantity for m in e.measurements] + ["vllm-project/vllm/issues/53748", "Fixed by PR 54013"]:
+        assert unwanted not in content, unwanted
