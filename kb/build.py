@@ -4,9 +4,10 @@ Before anything is touched the target is checked: `kb build` replaces the target
 so it refuses a file, a non-empty folder it did not build (no `.kb-site` marker), the repository,
 the entries folder, anything holding either, anything inside the entries or `.git` (exit 2).
 
-The site is built into a staging folder beside the target and swapped in only when every stage
-succeeded, so a failed build never leaves a half-written or emptied site. The swap exchanges the
-two folders in one step, so a reader sees the old site or the new one, never no site. A lock
+The site is built into a staging folder beside the target and moved in only when every stage
+succeeded, so a failed build never leaves a half-written or emptied site. Only files whose bytes
+changed are moved, each with one rename over the old file: a reader never finds the site or a
+page missing, and a rebuild with nothing changed touches no file. A lock
 file beside the target (`.<name>.lock`) lets one build of a target run at a time; a second one
 waits for it. Holding the lock, a build removes the staging folders that killed builds left.
 """
@@ -14,8 +15,6 @@ waits for it. Holding the lock, a build removes the staging folders that killed 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
 import fcntl
 import logging
 import os
@@ -30,8 +29,6 @@ from kb import lint
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".kb-site"
 MARKER_TEXT = "Built by `kb build`. The next `kb build` into this folder replaces it whole.\n"
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
 
 
 class _Progress(logging.Handler):
@@ -172,31 +169,39 @@ def _remove_leftovers(site_dir: Path) -> None:
 
 
 def _swap_in(staging: Path, site_dir: Path) -> None:
-    """Puts the new site at `site_dir` and deletes the one it replaces."""
+    """Puts the new site at `site_dir`. Over an earlier site, only files whose bytes changed are
+    replaced, each by one rename over the old file (a reader sees the old bytes or the new ones,
+    never a missing or half-written file); new files arrive before stale ones are deleted, so no
+    page links to a page that is gone. A rebuild with nothing changed touches no file."""
     if not site_dir.exists():
         staging.rename(site_dir)
-    elif _exchange(staging, site_dir):
-        shutil.rmtree(staging, ignore_errors=True)  # `staging` now holds the old site
-    else:
-        # No renameat2 (not Linux/glibc) or a filesystem without RENAME_EXCHANGE: two renames,
-        # between which a reader finds no site for a moment. A kill there leaves `.old-*` (and no
-        # site), which the next build removes.
-        old = site_dir.with_name(f".{site_dir.name}.old-{os.getpid()}")
-        site_dir.rename(old)
-        staging.rename(site_dir)
-        shutil.rmtree(old, ignore_errors=True)
+        return
+    built = {p.relative_to(staging) for p in staging.rglob("*") if not p.is_dir()}
+    for rel in sorted(built):
+        new, old = staging / rel, site_dir / rel
+        if old.is_file() and not old.is_symlink() and _same_bytes(new, old):
+            continue
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old)
+        old.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(new, old)
+    for path in sorted(site_dir.rglob("*"), reverse=True):  # children before their folders
+        rel = path.relative_to(site_dir)
+        if path.is_dir() and not path.is_symlink():
+            if not any(path.iterdir()):
+                path.rmdir()
+        elif rel not in built:
+            path.unlink()
+    shutil.rmtree(staging, ignore_errors=True)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Swaps two existing paths in one step (Linux renameat2 with RENAME_EXCHANGE); False where unsupported."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
+def _same_bytes(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
         return False
-    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    error = ctypes.get_errno()
-    if error in (errno.ENOSYS, errno.EINVAL):
-        return False
-    raise OSError(error, os.strerror(error), str(a), None, str(b))
+    with open(a, "rb") as x, open(b, "rb") as y:
+        while True:
+            chunk = x.read(1 << 20)
+            if chunk != y.read(1 << 20):
+                return False
+            if not chunk:
+                return True
