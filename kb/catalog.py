@@ -2,12 +2,15 @@
 
 No Jinja, no Markdown: the renderer (`kb.pages`), the exports, triage and doctor all read the
 site's shape from here. Links between pages are relative, so the site works from any sub-path.
+A listing longer than `PER_PAGE` cells goes on over numbered pages (`paginate`): its first page
+keeps the listing's URL, so no page grows with the number of cells.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import cached_property
 
 from kb import facets
@@ -18,6 +21,8 @@ NEWEST = 10
 MATRIX_URL = "matrix/"
 FRESHNESS_URL = "freshness/"
 RULES_URL = "rules/"
+PER_PAGE = 100  # cells on one listing page; a longer listing goes on at <url>2/, <url>3/, ...
+PAGER_AROUND = 2  # the page list names the first and last page and this many either side of the current one
 
 
 def rel(here: str, to: str) -> str:
@@ -34,6 +39,74 @@ def string_url(text: str) -> str:
 
 def facet_url(facet: str, value: str | None = None) -> str:
     return f"by/{facet}/" + (f"{value}/" if value else "")
+
+
+def paged_url(base: str, number: int) -> str:
+    """URL of page `number` (from 1) of the listing at `base`: the first page keeps `base`."""
+    return base if number == 1 else f"{base}{number}/"
+
+
+def page_count(items: int, per_page: int | None = None) -> int:
+    """Pages a listing of `items` takes; an empty listing still has its first page."""
+    return max(1, -(-items // (per_page or PER_PAGE)))
+
+
+def paged_urls(base: str, items: int, per_page: int | None = None) -> list[str]:
+    return [paged_url(base, n) for n in range(1, page_count(items, per_page) + 1)]
+
+
+@dataclass(frozen=True)
+class Paging:
+    """Where one page sits in a listing split into pages of at most `per_page` items."""
+
+    base: str
+    number: int  # from 1
+    count: int  # pages in the listing
+    total: int  # items in the whole listing
+    start: int  # the items on this page are [start, stop) of the listing
+    stop: int
+
+    @property
+    def url(self) -> str:
+        return paged_url(self.base, self.number)
+
+    def url_of(self, number: int) -> str:
+        return paged_url(self.base, number)
+
+    @property
+    def previous(self) -> str | None:
+        return paged_url(self.base, self.number - 1) if self.number > 1 else None
+
+    @property
+    def next(self) -> str | None:
+        return paged_url(self.base, self.number + 1) if self.number < self.count else None
+
+    def window(self, around: int = PAGER_AROUND) -> list[int | None]:
+        """Page numbers the page list links, None for a gap: the first and last page and `around`
+        either side of this one, so the list stays short however long the listing grows."""
+        shown = {1, self.count} | set(range(max(1, self.number - around), min(self.count, self.number + around) + 1))
+        out: list[int | None] = []
+        for n in sorted(shown):
+            if out and n - out[-1] == 2:
+                out.append(n - 1)  # a gap of one page: name it rather than print a gap mark
+            elif out and n - out[-1] > 2:
+                out.append(None)
+            out.append(n)
+        return out
+
+
+def paged_title(title: str, paging: Paging) -> str:
+    """The title of one page of a listing: later pages say which page they are."""
+    return title if paging.number == 1 else f"{title} (page {paging.number} of {paging.count})"
+
+
+def paginate(base: str, items: list, per_page: int | None = None) -> list[tuple[Paging, list]]:
+    """The pages of a listing at `base`, each with its slice of `items` (in the order given),
+    `per_page` (default PER_PAGE) to a page."""
+    per_page = per_page or PER_PAGE
+    count = page_count(len(items), per_page)
+    return [(Paging(base, n, count, len(items), (n - 1) * per_page, min(n * per_page, len(items))),
+             items[(n - 1) * per_page: n * per_page]) for n in range(1, count + 1)]
 
 
 class Site:
@@ -73,10 +146,15 @@ class Site:
 
     def page_urls(self) -> list[str]:
         """Every URL this site publishes for its cells and indexes, sorted."""
+        from kb import freshness, matrix  # both build on this module; neither renders anything here
+
         urls = {string_url(text) for text in self.owners}
         urls.update({"by/", "triage/"})
         for facet, groups in self.facet_index.items():
             urls.add(facet_url(facet))
-            urls.update(facet_url(facet, value) for value in groups)
-        urls.update((MATRIX_URL, FRESHNESS_URL, RULES_URL))
+            for value, (_, cells) in groups.items():
+                urls.update(paged_urls(facet_url(facet, value), len(cells)))
+        urls.update(matrix.urls(self.cells))
+        urls.update(freshness.urls(self.cells))
+        urls.add(RULES_URL)
         return sorted(urls)

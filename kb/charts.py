@@ -4,9 +4,14 @@ Pure string building, no JavaScript: a series whose x values are all numbers bec
 chart with one point per row, any other series a bar chart with one bar per row. Every text
 and attribute value goes through `markupsafe.escape`, whose entities (`&amp;`, `&lt;`, `&gt;`,
 `&#34;`, `&#39;`) are valid in both HTML and XML, so the SVG is well-formed XML on its own.
-Each plotted point or bar carries `data-x` and `data-value`, the row's numbers as written in
-the record, so tests (and readers of the source) can check the chart against the record.
-The output depends on the record only: coordinates are rounded and printed with fixed digits.
+
+The size of a chart grows with its rows by a few bytes each: the grid lines are one `<path>`,
+the line one `<polyline>`, its points one `<path>` of round dots (zero-length segments with
+round caps) and the bars one `<path>`, never an element per row. The tick labels and axis
+titles stay `<text>`; the chart's accessible name (`<title>` and `aria-label`) says what is
+plotted, and the table above every chart gives each value as written in the record. Tests
+read the values back from the coordinates and the labelled ticks. The output depends on the
+record only: coordinates are rounded to two decimals and printed without trailing zeros.
 
 Numbers come checked by the schema (`kb.schema.MAX_NUMBER`, `MIN_NUMBER`): finite, and 0 or
 between 1e-9 and 1e15 in size. Within that, any series draws: values all equal, or closer
@@ -45,9 +50,9 @@ def number(value) -> str:
 
 
 def _c(value: float) -> str:
-    """A coordinate, rounded so the output is the same on every platform."""
-    text = f"{value:.2f}"
-    return "0.00" if text == "-0.00" else text
+    """A coordinate, rounded so the output is the same on every platform, without trailing zeros."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
 
 
 FLAT = 1e-9  # values closer together than this, relative to their size, are drawn as one level
@@ -141,16 +146,14 @@ def svg(measurement) -> Markup:
         f'data-kind="{"line" if numeric else "bar"}" data-points="{len(rows)}" '
         f'style="max-width:100%;height:auto" font-family="sans-serif" font-size="12" fill="currentColor">',
         f"<title>{escape(name)}</title>",
-        '<g class="kb-chart__y-axis">',
+        '<path class="kb-chart__grid" d="' + "".join(f"M{_c(left)} {_c(y_at(t))}H{_c(right)}" for t in y_ticks)
+        + f'" stroke="{GRID}"/>',
+        '<g class="kb-chart__y-axis" text-anchor="end">',
     ]
-    for tick in y_ticks:
-        y = y_at(tick)
-        out.append(f'<line x1="{_c(left)}" y1="{_c(y)}" x2="{_c(right)}" y2="{_c(y)}" stroke="{GRID}" '
-                   f'stroke-width="1"/>')
-        out.append(_text(left - 6, y + 4, tick_label(tick, y_step), text_anchor="end"))
+    out += [_text(left - 6, y_at(tick) + 4, tick_label(tick, y_step)) for tick in y_ticks]
     out.append("</g>")
-    out.append(f'<line x1="{_c(left)}" y1="{_c(top)}" x2="{_c(left)}" y2="{_c(base)}" stroke="currentColor"/>')
-    out.append(f'<line x1="{_c(left)}" y1="{_c(base)}" x2="{_c(right)}" y2="{_c(base)}" stroke="currentColor"/>')
+    out.append(f'<path class="kb-chart__axes" d="M{_c(left)} {_c(top)}V{_c(base)}H{_c(right)}" fill="none" '
+               f'stroke="currentColor"/>')
 
     if numeric:
         xs = [float(r.x) for r in rows]
@@ -161,51 +164,37 @@ def svg(measurement) -> Markup:
         def x_at(v: float) -> float:
             return left + (v - x_lo) / (x_hi - x_lo) * plot_w
 
-        out.append('<g class="kb-chart__x-axis">')
-        for tick in x_ticks:
-            x = x_at(tick)
-            out.append(f'<line x1="{_c(x)}" y1="{_c(base)}" x2="{_c(x)}" y2="{_c(base + 5)}" stroke="currentColor"/>')
-            out.append(_text(x, base + 18, tick_label(tick, x_step), text_anchor="middle"))
+        out.append('<path class="kb-chart__x-ticks" d="' + "".join(f"M{_c(x_at(t))} {_c(base)}v5" for t in x_ticks)
+                   + '" stroke="currentColor"/>')
+        out.append('<g class="kb-chart__x-axis" text-anchor="middle">')
+        out += [_text(x_at(tick), base + 18, tick_label(tick, x_step)) for tick in x_ticks]
         out.append("</g>")
         ordered = sorted(range(len(rows)), key=lambda i: (xs[i], i))
         line = " ".join(f"{_c(x_at(xs[i]))},{_c(y_at(values[i]))}" for i in ordered)
         out.append(f'<polyline class="kb-chart__line" points="{line}" fill="none" stroke="{ACCENT}" '
                    f'stroke-width="2"/>')
-        out.append('<g class="kb-chart__points">')
-        for row, x, v in zip(rows, xs, values):
-            tip = f"{series.x} {number(row.x)}: {number(row.value)} {measurement.unit}"
-            if row.label:
-                tip += f" ({row.label})"
-            out.append(f'<circle class="kb-chart__point" cx="{_c(x_at(x))}" cy="{_c(y_at(v))}" r="4" '
-                       f'fill="{ACCENT}" data-x="{escape(number(row.x))}" data-value="{escape(number(row.value))}">'
-                       f"<title>{escape(tip)}</title></circle>")
-        out.append("</g>")
+        # One dot per row, in record order: a zero-length segment drawn with a round cap.
+        dots = "".join(f"M{_c(x_at(x))} {_c(y_at(v))}h0" for x, v in zip(xs, values))
+        out.append(f'<path class="kb-chart__points" d="{dots}" fill="none" stroke="{ACCENT}" stroke-width="8" '
+                   f'stroke-linecap="round"/>')
     else:
         zero = y_at(0.0)
         every = max(1, math.ceil(len(rows) * 15 / plot_w)) if rotate else 1
-        out.append('<g class="kb-chart__bars">')
-        for i, (row, label, v) in enumerate(zip(rows, labels, values)):
-            centre = left + band * (i + 0.5)
-            width = band * 0.7
-            y = y_at(v)
-            tip = f"{label}: {number(row.value)} {measurement.unit}"
-            if row.label:
-                tip += f" ({row.label})"
-            out.append(f'<rect class="kb-chart__bar" x="{_c(centre - width / 2)}" y="{_c(min(y, zero))}" '
-                       f'width="{_c(width)}" height="{_c(abs(zero - y))}" fill="{ACCENT}" '
-                       f'data-x="{escape(label)}" data-value="{escape(number(row.value))}">'
-                       f"<title>{escape(tip)}</title></rect>")
-        out.append("</g>")
-        out.append('<g class="kb-chart__x-axis">')
+        width = band * 0.7
+        # One closed rectangle per row, in record order, from the zero line to the value.
+        bars = "".join(f"M{_c(left + band * (i + 0.5) - width / 2)} {_c(zero)}V{_c(y_at(v))}h{_c(width)}"
+                       f"V{_c(zero)}Z" for i, v in enumerate(values))
+        out.append(f'<path class="kb-chart__bars" d="{bars}" fill="{ACCENT}"/>')
+        out.append(f'<g class="kb-chart__x-axis" text-anchor="{"end" if rotate else "middle"}">')
         for i, label in enumerate(labels):
             if i % every:
                 continue
             centre = left + band * (i + 0.5)
             if rotate:
-                out.append(_text(centre, base + 14, _short(label), text_anchor="end",
+                out.append(_text(centre, base + 14, _short(label),
                                  transform=f"rotate(-35 {_c(centre)} {_c(base + 14)})"))
             else:
-                out.append(_text(centre, base + 18, label, text_anchor="middle"))
+                out.append(_text(centre, base + 18, label))
         out.append("</g>")
 
     out.append(_text(left + plot_w / 2, height - 10, x_label(series), text_anchor="middle",

@@ -8,6 +8,12 @@ The page also lists cells whose status is "fix-proposed" or "fixed-main" and who
 read more than `STALE_AFTER_DAYS` days before the reference date: those are the states most
 likely to have moved (the PR merged, a release shipped). For a deterministic build the
 reference date is never the clock: it is the newest `updated` date across all records.
+
+No page grows with the number of records: the claims go `PER_PAGE` to a page (`freshness/`,
+`freshness/2/`, ...), the first page counts them by month with a link to where each month
+starts, and shows the `WAITING_SHOWN` longest-waiting fixes; all of those are listed at
+`freshness/waiting/` (in pages of `kb.catalog.PER_PAGE` cells), a URL that exists even when
+none wait.
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from itertools import groupby
 
 from kb import facets
 from kb.catalog import FRESHNESS_URL as URL
+from kb.catalog import paged_title, paged_urls, paginate
 from kb.page import Page
 from kb.schema import Cell
 
 WATCHED = ("fix-proposed", "fixed-main")
 STALE_AFTER_DAYS = 60
+PER_PAGE = 300  # dated claims on one page (one line each; a cell has about ten)
+WAITING_SHOWN = 20  # the first page shows this many of the longest-waiting fixes
+WAITING_URL = URL + "waiting/"
 
 
 def day(as_of: str) -> dt.date:
@@ -95,16 +105,51 @@ def waiting(cells: list[Cell], reference: dt.date | None, days: int = STALE_AFTE
     return sorted(found, key=lambda pair: (-pair[1], pair[0].id))
 
 
-def page(renderer):
-    """The freshness page (`freshness/`) of a `kb.pages.Renderer`."""
+def by_month(claims: list[Dated], per_page: int | None = None) -> list[tuple[str, int, int, str]]:
+    """(month, claims last checked in it, the page its first claim is on, that claim's `as_of`) of
+    `claims` (oldest first), oldest month first."""
+    per_page = per_page or PER_PAGE
+    months: dict[str, list] = {}
+    for position, d in enumerate(claims):
+        month = d.as_of[:7]
+        if month not in months:
+            months[month] = [0, position // per_page + 1, d.as_of]
+        months[month][0] += 1
+    return [(month, count, number, as_of) for month, (count, number, as_of) in months.items()]
 
+
+def urls(cells: list[Cell]) -> list[str]:
+    """Every URL of the freshness pages."""
+    count = sum(len(dated(cell)) for cell in cells)
+    return (paged_urls(URL, count, PER_PAGE)
+            + paged_urls(WAITING_URL, len(waiting(cells, reference_date(cells)))))
+
+
+def pages(renderer) -> list[Page]:
+    """The freshness pages (`freshness/`, `freshness/2/`, ..., `freshness/waiting/`) of a
+    `kb.pages.Renderer`."""
     cells = renderer.site.cells
     reference = reference_date(cells)
     claims = oldest_first(cells)
-    groups = [(as_of, list(items)) for as_of, items in groupby(claims, key=lambda d: d.as_of)]
-    body = renderer._render("freshness.html", URL, groups=groups, claims=claims, reference=reference,
-                            waiting=waiting(cells, reference), watched=WATCHED, days=STALE_AFTER_DAYS,
-                            records=len(cells))
-    return Page(URL, "Freshness",
-                "Every dated claim of the Blackwell serving-failure index, oldest first, and the fixes "
-                f"that have waited more than {STALE_AFTER_DAYS} days.", body, "index")
+    late = waiting(cells, reference)
+    totals: dict[str, int] = {}
+    for d in claims:
+        totals[d.as_of] = totals.get(d.as_of, 0) + 1
+    context = dict(reference=reference, watched=WATCHED, days=STALE_AFTER_DAYS, records=len(cells),
+                   claim_count=len(claims), waiting_count=len(late), waiting_url=WAITING_URL)
+    out = []
+    for paging, chunk in paginate(URL, claims, PER_PAGE):
+        previous = claims[paging.start - 1].as_of if paging.start else None
+        groups = [(as_of, as_of == previous, list(items)) for as_of, items in groupby(chunk, key=lambda d: d.as_of)]
+        body = renderer._render("freshness.html", paging.url, paging=paging, groups=groups, totals=totals,
+                                months=by_month(claims) if paging.number == 1 else [],
+                                waiting=late[:WAITING_SHOWN] if paging.number == 1 else [], **context)
+        out.append(Page(paging.url, paged_title("Freshness", paging),
+                        "Every dated claim of the Blackwell serving-failure index, oldest first, and the fixes "
+                        f"that have waited more than {STALE_AFTER_DAYS} days.", body, "index"))
+    for paging, chunk in paginate(WAITING_URL, late):
+        body = renderer._render("freshness_waiting.html", paging.url, paging=paging, waiting=chunk, **context)
+        out.append(Page(paging.url, paged_title("Fixes waiting", paging),
+                        f"Cells whose fix was proposed or merged on main and whose status was read more than "
+                        f"{STALE_AFTER_DAYS} days ago, longest waiting first.", body, "index"))
+    return out

@@ -14,6 +14,13 @@ to read and extend:
 * versions shown next to a cell in a grid cell: the `affected` range and `fixed_in` of its
   components in that row, and the versions of that row's packages in measurement conditions
   whose hardware text maps to that column.
+
+The page stays the same size however many cells there are: a grid cell lists its cells only
+while it has at most `INLINE` of them, else it shows their count by status. Every grid cell
+has a listing page of its own, `matrix/<stack>/<hardware>/`, in pages of `kb.catalog.PER_PAGE`
+cells, and so have the cells not on the grid, `matrix/not-placed/`. These URLs exist whether
+or not the grid cell is empty, so adding or removing cells never takes one away; only the
+later pages of a long listing come and go.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from dataclasses import dataclass
 
 from kb import facets
 from kb.catalog import MATRIX_URL as URL
+from kb.catalog import paged_title, paged_urls, paginate
 from kb.page import Page
 from kb.schema import Cell
 
@@ -55,6 +63,9 @@ STATUS_COLOURS = {
     "under-investigation": "#9b1c1c",
 }
 
+INLINE = 12  # a grid cell with more cells than this shows counts and links to its listing page
+NOT_PLACED_URL = URL + "not-placed/"
+
 _PATTERNS = [(key, re.compile(pattern, re.I)) for key, _, pattern in HARDWARE]
 _STACK_OF = {package: key for key, _, packages in STACKS for package in packages}
 
@@ -83,6 +94,25 @@ class GridCell:
     hardware: str
     hardware_name: str
     items: tuple[Item, ...]
+
+    @property
+    def url(self) -> str:
+        return grid_url(self.stack, self.hardware)
+
+    @property
+    def inline(self) -> bool:
+        return len(self.items) <= INLINE
+
+    def statuses(self) -> list[tuple[str, int]]:
+        """(status, how many of the grid cell's cells have it), in the legend's order."""
+        counts: dict[str, int] = {}
+        for item in self.items:
+            counts[item.cell.entry.status.state] = counts.get(item.cell.entry.status.state, 0) + 1
+        return [(state, counts[state]) for state in STATUS_COLOURS if state in counts]
+
+
+def grid_url(stack: str, hardware: str) -> str:
+    return f"{URL}{stack}/{hardware}/"
 
 
 @dataclass(frozen=True)
@@ -166,13 +196,39 @@ def build(cells: list[Cell]) -> Matrix:
                   {key: tuple(sorted(gpus)) for key, gpus in seen.items()})
 
 
-def page(renderer):
-    """The matrix page (`matrix/`) of a `kb.pages.Renderer`."""
+def urls(cells: list[Cell]) -> list[str]:
+    """Every URL the matrix publishes: the grid, each grid cell's listing and the cells off the grid."""
+    matrix = build(cells)
+    found = [URL]
+    for row in matrix.rows:
+        for gc in row.cells:
+            found += paged_urls(gc.url, len(gc.items))
+    return found + paged_urls(NOT_PLACED_URL, len(matrix.unplaced))
 
+
+def pages(renderer) -> list[Page]:
+    """The matrix (`matrix/`) of a `kb.pages.Renderer` and its listing pages."""
     matrix = build(renderer.site.cells)
-    body = renderer._render("matrix.html", URL, matrix=matrix, hardware=HARDWARE, stacks=STACKS,
-                            status_colours=STATUS_COLOURS)
-    return Page(URL, "Serving matrix",
+    out = [Page(URL, "Serving matrix",
                 "Which Blackwell serving failures bite on which card (RTX PRO 6000, RTX PRO 5000, RTX 50xx, "
                 "GB10 / DGX Spark) with which stack (vLLM, SGLang, FlashInfer, TensorRT-LLM, PyTorch / Triton).",
-                body, "index")
+                renderer._render("matrix.html", URL, matrix=matrix, hardware=HARDWARE, stacks=STACKS,
+                                 status_colours=STATUS_COLOURS, inline=INLINE, not_placed_url=NOT_PLACED_URL),
+                "index")]
+    for row in matrix.rows:
+        for gc in row.cells:
+            title = f"{row.name} on {gc.hardware_name}"
+            for paging, items in paginate(gc.url, list(gc.items)):
+                out.append(Page(paging.url, paged_title(title, paging),
+                                f"{len(gc.items)} Blackwell serving failure cell(s) with {row.name} on "
+                                f"{gc.hardware_name}.",
+                                renderer._render("matrix_listing.html", paging.url, title=title, items=items,
+                                                 unplaced=None, paging=paging), "index"))
+    title = "Cells not on the serving matrix"
+    for paging, unplaced in paginate(NOT_PLACED_URL, list(matrix.unplaced)):
+        out.append(Page(paging.url, paged_title(title, paging),
+                        f"{len(matrix.unplaced)} cell(s) whose GPUs or components name no column or row of the "
+                        "serving matrix, and why.",
+                        renderer._render("matrix_listing.html", paging.url, title=title, items=None,
+                                         unplaced=unplaced, paging=paging), "index"))
+    return out

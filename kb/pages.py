@@ -2,24 +2,37 @@
 
 Engine-independent: nothing here knows mkdocs. Each distinct literal string gets one page at
 `e/<slug>/`: the cell page for a cell's first signature, a short pointer page for its other
-signatures, or a disambiguation page when several cells print the same string. Index pages
-group cells by facet (`kb.facets`). Links between pages are relative, so the site works from
-any sub-path.
+signatures (the literal, the first sentence of the summary, short fix lines and a link: never a
+second copy of the cell), or a disambiguation page when several cells print the same string.
+Index pages group cells by facet (`kb.facets`), `kb.catalog.PER_PAGE` cells to a page. Links
+between pages are relative, so the site works from any sub-path.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb import charts, facets, freshness, matrix, prose
 from kb.rulespage import rules_page
-from kb.catalog import Site, facet_url, rel, string_url
+from kb.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.page import Page
 from kb.schema import Cell
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "pages"
+POINTER_REMEDIES = 3  # a pointer page repeats at most this many fix or workaround lines,
+POINTER_REMEDY_CHARS = 160  # each at most this long; the cell page has them all
+
+# The end of a sentence: ., ! or ? then a space and a capital, not after "e.g", "i.e", "vs" or "etc".
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z])")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a summary (all of it when no sentence end is found)."""
+    found = _SENTENCE_END.search(text)
+    return text[: found.end()] if found else text
 
 
 class Renderer:
@@ -28,6 +41,7 @@ class Renderer:
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
         self.env.filters["markdown"] = prose.render
+        self.env.filters["first_sentence"] = first_sentence
         self.env.globals.update(
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
@@ -55,8 +69,12 @@ class Renderer:
         (owner,) = owners
         if owner.entry.signatures[0].text == text:
             return None
-        return Page(here, text, owner.entry.summary,
-                    self._render("pointer.html", here, text=text, cell=owner), "pointer", owner.entry.updated)
+        e = owner.entry
+        remedies = [("Fix", r) for r in e.fixes] + [("Workaround", r) for r in e.workarounds]
+        short = [(what, r) for what, r in remedies if len(r.what) <= POINTER_REMEDY_CHARS][:POINTER_REMEDIES]
+        return Page(here, text, e.summary,
+                    self._render("pointer.html", here, text=text, cell=owner, remedies=short,
+                                 more=len(remedies) - len(short)), "pointer", e.updated)
 
     def indexes(self) -> list[Page]:
         pages = [Page("by/", "Browse the index", "Every way to browse the cells: by GPU, architecture, "
@@ -68,11 +86,12 @@ class Renderer:
             pages.append(Page(here, title, f"Cells of the Blackwell serving-failure index, {title.lower()}.",
                               self._render("facet.html", here, facet=facet, title=title, groups=groups), "index"))
             for value, (name, cells) in groups.items():
-                here = facet_url(facet, value)
-                pages.append(Page(here, f"{title.removeprefix('By ').capitalize()}: {name}",
-                                  f"{len(cells)} Blackwell serving failure cell(s) for {name}.",
-                                  self._render("listing.html", here, facet=facet, facet_title=title, name=name,
-                                               cells=cells), "index"))
+                for paging, chunk in paginate(facet_url(facet, value), cells):
+                    pages.append(Page(paging.url, paged_title(f"{title.removeprefix('By ').capitalize()}: {name}",
+                                                              paging),
+                                      f"{len(cells)} Blackwell serving failure cell(s) for {name}.",
+                                      self._render("listing.html", paging.url, facet=facet, facet_title=title,
+                                                   name=name, cells=chunk, paging=paging), "index"))
         return pages
 
     def triage(self) -> Page:
@@ -88,6 +107,6 @@ class Renderer:
         pages += [p for text in sorted(self.site.owners) if (p := self.string_page(text)) is not None]
         pages += self.indexes()
         pages.append(self.triage())
-        pages += [matrix.page(self), freshness.page(self)]
+        pages += matrix.pages(self) + freshness.pages(self)
         pages.append(rules_page(self))
         return pages

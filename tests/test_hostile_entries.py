@@ -464,7 +464,8 @@ def test_the_extreme_but_valid_record_passes_the_check_and_builds(tmp_path, caps
     assert "Traceback" not in out + err and out.strip().splitlines()[-1].startswith("built ")
     cell = next(p for p in site.glob("e/*/index.html") if "kb-chart__svg" in p.read_text(encoding="utf-8"))
     assert cell.read_text(encoding="utf-8").count('class="kb-chart__svg"') == 2
-    assert 'data-value="1000000000000000.0"' in cell.read_text(encoding="utf-8")
+    assert "<td>1000000000000000.0</td>" in cell.read_text(encoding="utf-8")  # the table, as written
+    assert 'data-points="6"' in cell.read_text(encoding="utf-8")
 
 
 NUMBERS = st.one_of(
@@ -532,6 +533,17 @@ def _drawn(svg: str) -> None:
                     for r in root.iter(ns + "rect")]
     for line in root.iter(ns + "polyline"):
         coordinates += [tuple(map(float, point.split(","))) for point in line.get("points").split()]
+    for path in root.iter(ns + "path"):  # series, bars and grid lines: M x y, H x, V y, h dx, v dy, Z
+        x = y = 0.0
+        for command, args in re.findall(r"([MHVhvZ])([^MHVhvZ]*)", path.get("d")):
+            numbers = [float(n) for n in args.split()]
+            if command == "M":
+                x, y = numbers
+            elif command in "Hh":
+                x = numbers[0] + (x if command == "h" else 0)
+            elif command in "Vv":
+                y = numbers[0] + (y if command == "v" else 0)
+            coordinates.append((x, y))
     for x, y in coordinates:
         assert 0 <= x <= width and 0 <= y <= height, (x, y)
 

@@ -9,9 +9,12 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from markupsafe import escape
+
 from browser import serve
 from conftest import FIXTURES, ROOT
 from kb import charts, facets, freshness, lint, matrix
+from kb.catalog import paged_url
 from kb.pages import Renderer, Site
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -34,11 +37,45 @@ def _svgs(html_text: str) -> list[ET.Element]:
     return [ET.fromstring(chunk) for chunk in re.findall(r"<svg\b.*?</svg>", html_text, re.S)]
 
 
-def _value(text: str):
-    return float(text)
+COORD = r"-?\d+(?:\.\d+)?"
+
+
+def _axis(ticks: list[tuple[float, str]]):
+    """coordinate -> value, from the labelled ticks of an axis (coordinate, label as printed)."""
+    (c0, l0), (c1, l1) = ticks[0], ticks[-1]
+    v0, v1 = (float(label.replace(",", "")) for label in (l0, l1))
+    return lambda c: v0 + (c - c0) * (v1 - v0) / (c1 - c0), abs((v1 - v0) / (c1 - c0))
+
+
+def _only(svg: ET.Element, tag: str, cls: str) -> ET.Element:
+    (found,) = [el for el in svg.iter(SVG + tag) if el.get("class") == cls]
+    return found
+
+
+def _read(svg: ET.Element) -> tuple[list[tuple[float, float]], float, float]:
+    """The drawn points (line chart: dot centres; bar chart: (bar centre, bar end)) in record
+    order, and what 0.02 of a coordinate unit is worth on the y and the x axis (coordinates are
+    printed with two decimals)."""
+    y_ticks = [(float(t.get("y")) - 4, t.text) for t in _only(svg, "g", "kb-chart__y-axis").iter(SVG + "text")]
+    y_value, y_unit = _axis(y_ticks)
+    if svg.get("data-kind") == "line":
+        d = _only(svg, "path", "kb-chart__points").get("d")
+        dots = re.findall(rf"M({COORD}) ({COORD})h0", d)
+        assert "".join(f"M{x} {y}h0" for x, y in dots) == d, d
+        x_ticks = [(float(t.get("x")), t.text) for t in _only(svg, "g", "kb-chart__x-axis").iter(SVG + "text")]
+        x_value, x_unit = _axis(x_ticks)
+        return [(x_value(float(x)), y_value(float(y))) for x, y in dots], 0.02 * y_unit, 0.02 * x_unit
+    d = _only(svg, "path", "kb-chart__bars").get("d")
+    bars = re.findall(rf"M({COORD}) ({COORD})V({COORD})h({COORD})V({COORD})Z", d)
+    assert "".join(f"M{x} {z}V{y}h{w}V{z2}Z" for x, z, y, w, z2 in bars) == d, d
+    zero = {z for _, z, _, _, z2 in bars} | {z2 for _, _, _, _, z2 in bars}
+    assert len(zero) == 1 and abs(y_value(float(zero.pop()))) < 0.02 * y_unit  # every bar starts at 0
+    return [(float(x) + float(w) / 2, y_value(float(y))) for x, _, y, w, _ in bars], 0.02 * y_unit, 0.0
 
 
 def _check_chart(svg: ET.Element, measurement) -> None:
+    """The chart is labelled, names its axes, and plots every row at the value the record gives:
+    read back from its coordinates and its labelled ticks."""
     rows = measurement.series.rows
     assert svg.tag == SVG + "svg"
     assert svg.get("role") == "img"
@@ -46,14 +83,27 @@ def _check_chart(svg: ET.Element, measurement) -> None:
     assert svg.find(SVG + "title").text == charts.describe(measurement)
     numeric = all(charts.is_numeric(r.x) for r in rows)
     assert svg.get("data-kind") == ("line" if numeric else "bar")
-    marks = [el for el in svg.iter() if el.get("data-value") is not None]
-    assert [el.tag for el in marks] == [SVG + ("circle" if numeric else "rect")] * len(rows)
-    for el, row in zip(marks, rows):
+    assert svg.get("data-points") == str(len(rows))
+    # no element per row: a series is one path (bars, dots) or one polyline (the line)
+    assert len(list(svg.iter())) <= 30 + len(rows), "an element per plotted row"
+    points, y_tolerance, x_tolerance = _read(svg)
+    assert len(points) == len(rows)
+    for (x, value), row in zip(points, rows):
+        assert abs(value - row.value) <= y_tolerance, (row, value)
         if numeric:
-            assert _value(el.get("data-x")) == row.x
-        else:
-            assert el.get("data-x") == row.x
-        assert _value(el.get("data-value")) == row.value
+            assert abs(x - row.x) <= x_tolerance, (row, x)
+    if not numeric:  # bars left to right in record order, evenly spaced
+        centres = [x for x, _ in points]
+        gaps = [b - a for a, b in zip(centres, centres[1:])]
+        assert min(gaps) > 0 and max(gaps) - min(gaps) <= 0.05, centres
+    if numeric:
+        line = _only(svg, "polyline", "kb-chart__line").get("points").split()
+        dots = re.findall(rf"M({COORD}) ({COORD})h0", _only(svg, "path", "kb-chart__points").get("d"))
+        assert sorted(line) == sorted(f"{x},{y}" for x, y in dots)  # the line joins the dots
+    else:
+        labels = [t.text for t in _only(svg, "g", "kb-chart__x-axis").iter(SVG + "text")]
+        if len(labels) == len(rows):
+            assert all(label == row.x or label == charts._short(row.x) for label, row in zip(labels, rows)), labels
     texts = " ".join(t.text or "" for t in svg.iter(SVG + "text"))
     assert measurement.unit in texts  # y axis label
     assert charts.x_label(measurement.series) in texts  # x axis label
@@ -85,7 +135,7 @@ def test_chart_text_is_escaped():
     cell = site.by_id["fixed-main-sixty-days"]
     body = _pages(site)[site.url(cell)].body
     (svg,) = _svgs(body)
-    assert svg.find(f".//{SVG}rect").get("data-x") == "cutlass & 'co' < 2"
+    assert "cutlass & 'co' < 2" in [t.text for t in svg.iter(SVG + "text")]
     assert "cutlass &amp; &#39;co&#39; &lt; 2" in body
     assert "<b>" not in body
 
@@ -171,8 +221,16 @@ def test_matrix_page_in_chromium(live_site, page):
         status_names = set(facets.STATUS_NAMES.values())
         for i in range(filled.count()):
             td = filled.nth(i)
+            count = int(td.get_attribute("data-count"))
+            assert td.locator("a.kb-matrix__count").inner_text() == f"{count} cell{'s' if count != 1 else ''}"
             items = td.locator("li.kb-matrix__item")
-            assert items.count() == int(td.get_attribute("data-count")) > 0
+            tallies = td.locator("li.kb-matrix__tally")
+            if count <= matrix.INLINE:
+                assert items.count() == count > 0 and tallies.count() == 0
+            else:  # a crowded grid cell: how many have each status
+                assert items.count() == 0
+                assert sum(int(tallies.nth(j).get_attribute("data-count")) for j in range(tallies.count())) == count
+                items = tallies
             for j in range(items.count()):
                 item = items.nth(j)
                 status = item.locator(".kb-status").inner_text()
@@ -187,6 +245,16 @@ def test_matrix_page_in_chromium(live_site, page):
         page.wait_for_load_state()
         assert page.url == base + site.url(cell)
         assert page.locator("article h1").inner_text() == cell.entry.signatures[0].text
+        # a grid cell's count opens its listing page, which lists as many cells
+        page.goto(base + matrix.URL)
+        count = filled.first.locator("a.kb-matrix__count")
+        wanted = int(filled.first.get_attribute("data-count"))
+        count.click()
+        page.wait_for_load_state()
+        row = built.rows[0]
+        gc = next(gc for gc in row.cells if gc.items)
+        assert page.url == base + gc.url
+        assert page.locator("ul.kb-cells > li").count() == wanted
 
 
 def test_matrix_on_a_phone_has_no_horizontal_overflow(live_site, page):
@@ -205,6 +273,45 @@ def test_matrix_on_a_phone_has_no_horizontal_overflow(live_site, page):
     with serve(live_site) as base:
         page.goto(base + matrix.URL)
         assert page.locator("td.kb-matrix__cell").first.evaluate("el => getComputedStyle(el).display") == "table-cell"
+
+
+def test_crowded_grid_cells_show_counts_and_link_their_listing(monkeypatch):
+    site = _site(FRESH)
+    monkeypatch.setattr(matrix, "INLINE", 0)  # every grid cell is crowded
+    pages = _pages(site)
+    body = pages[matrix.URL].body
+    built = matrix.build(site.cells)
+    assert 'class="kb-matrix__item ' not in body  # no cell listed on the grid itself
+    tds = {(stack, hardware): (int(count), td)
+           for stack, tr in re.findall(r'<tr data-stack="([^"]+)">(.*?)</tr>', body, re.S)
+           for hardware, count, td in re.findall(r'<td [^>]*data-hardware="([^"]+)" data-count="(\d+)">(.*?)</td>',
+                                                 tr, re.S)}
+    for row in built.rows:
+        for gc in row.cells:
+            count, td = tds[row.key, gc.hardware]
+            assert count == len(gc.items)
+            listing = pages[gc.url].body
+            assert f"<h1>{row.name} on {gc.hardware_name}</h1>" in listing
+            assert re.findall(r'<li data-cell="([^"]+)"', listing) == [item.cell.id for item in gc.items]
+            for item in gc.items:
+                assert str(escape("; ".join(item.versions))) in listing
+            if gc.items:
+                assert f'href="{posixpath.relpath(gc.url, matrix.URL)}/">{count} cell' in td
+                tallies = re.findall(r'class="kb-matrix__tally[^"]*" data-status="([^"]+)" data-count="(\d+)"', td)
+                assert tallies == [(state, str(n)) for state, n in gc.statuses()]
+                assert sum(int(n) for _, n in tallies) == count
+            else:
+                assert "No failure recorded here." in listing
+
+
+def test_gpu_names_in_no_column_link_their_listing():
+    site = _site(LIVE)
+    body = _pages(site)[matrix.URL].body
+    unmapped = matrix.build(site.cells).unmapped_gpus
+    assert unmapped
+    for gpu, cells in unmapped:
+        url = facets.key(gpu)
+        assert f'href="../by/gpu/{url}/">' in body and f"({len(cells)} cell" in body
 
 
 def test_matrix_url_is_published():
@@ -262,7 +369,10 @@ def test_freshness_lists_every_dated_claim_oldest_first():
 def test_live_freshness_page_is_oldest_first_and_complete(live_site):
     site = _site(LIVE)
     built = (live_site / freshness.URL / "index.html").read_text(encoding="utf-8")
-    claims = _items(built).claims
+    claims, number = [], 1
+    while (path := live_site / paged_url(freshness.URL, number) / "index.html").exists():
+        claims += _items(path.read_text(encoding="utf-8")).claims
+        number += 1
     expected = sum(len(freshness.dated(c)) for c in site.cells)
     assert len(claims) == expected > 0
     days = [freshness.day(as_of) for as_of, _, _ in claims]
