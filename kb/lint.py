@@ -204,20 +204,30 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
     return problems
 
 
+_TOKEN = re.compile(r"[a-z0-9_]+")
+
+
 def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
     """(a, i, b, j) for each two cells, neither listing the other in `related`, where a log line
     fits both: a's signature i and b's signature j (one's literal text matches the other's
     pattern, as `kb match` would match it: `kb.patterns` over `kb.normalise`d text, a named
     symptom as whole words only). The first such signatures of the pair are named."""
-    # Each pattern is filed under its anchor, a word every line it matches contains.
+    # Each pattern is filed under one of its words, which every line it matches contains: the
+    # word fewest signature texts hold, so each text is tried against few patterns (a common
+    # word such as "memory" would make the pass grow as N squared).
+    compiled = [(cell, j, signature, patterns.compile_signature(signature.text, signature.match))
+                for cell in cells for j, signature in enumerate(cell.entry.signatures)]
+    held: dict[str, int] = defaultdict(int)
+    for _, _, signature, _ in compiled:
+        for token in set(_TOKEN.findall(signature.text.lower())):
+            held[token] += 1
     by_anchor: dict[str, list] = defaultdict(list)
-    for cell in cells:
-        for j, signature in enumerate(cell.entry.signatures):
-            # Cells here passed the schema, so every pattern passed the grammar (KB044): unambiguous,
-            # atomic, linear in the text it is run on.
-            pattern = patterns.compile_signature(signature.text, signature.match)
-            source = patterns.search_source(pattern, signature.kind)
-            by_anchor[pattern.anchor].append((cell, j, patterns.regex(source), pattern.words))
+    for cell, j, signature, pattern in compiled:
+        # Cells here passed the schema, so every pattern passed the grammar (KB044): unambiguous,
+        # atomic, linear in the text it is run on.
+        source = patterns.search_source(pattern, signature.kind)
+        anchor = min(pattern.words, key=lambda w: (held.get(w, 0), -len(w), w)) if pattern.words else pattern.anchor
+        by_anchor[anchor].append((cell, j, patterns.regex(source), pattern.words))
     always = by_anchor.pop("", [])
     anchors = sorted(by_anchor)
     automaton = ahocorasick_rs.AhoCorasick(anchors) if anchors else None
