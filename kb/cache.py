@@ -3,9 +3,10 @@
 Each stage keeps one file per namespace (`check`, ...): a mapping from the SHA-256 of
 everything a result depends on (the input bytes, the code and package versions that produce it,
 the day when the result depends on it) to the result. A key never goes stale, so nothing is
-invalidated by hand: a changed input or a new version of the code is a new key. A run keeps the
-keys it did not use (another entries folder may need them) until the file holds more than
-`KEEP` of them; then only the keys of that run are kept.
+invalidated by hand: a changed input or a new version of the code is a new key. A run writes back
+only the keys it used, so a file holds one run's worth; each entries folder has its own file
+(`for_folders`), and only folders inside this checkout are cached (a temporary folder of a test or
+a benchmark would only leave files behind).
 
 The files are pickles, so the cache is only as trusted as this checkout's own writes: when any
 file under `.cache/` is tracked by git (a pull request that commits one), the cache is not read
@@ -25,7 +26,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / ".cache" / "kb"
-KEEP = 50_000
 # What `kb check`'s answer for one file depends on besides its bytes and the day.
 CHECK_MODULES = ["load", "schema", "lint", "rules", "prose", "patterns", "normalise", "problems", "visible", "slug"]
 CHECK_PACKAGES = ["pydantic", "pydantic_core", "PyYAML", "markdown-it-py", "packaging"]
@@ -63,6 +63,14 @@ def _tracked(folder: Path, root: Path) -> bool:
     return done.returncode != 0 or bool(done.stdout)
 
 
+def for_folders(namespace: str, paths: list[Path]) -> "Cache | None":
+    """The cache of `namespace` for these entries paths, or None when one lies outside ROOT."""
+    resolved = sorted(os.path.abspath(p) for p in paths)  # not resolve(): a path may be a link loop
+    if not resolved or not all(Path(p).is_relative_to(ROOT) for p in resolved):
+        return None
+    return Cache(f"{namespace}-{fingerprint(*resolved)[:16]}")
+
+
 class Cache:
     """One namespace: `get(key)` and `put(key, value)` during a run, `save()` at its end."""
 
@@ -95,10 +103,10 @@ class Cache:
         self._new[key] = value
 
     def save(self) -> None:
-        """Write the cache back when this run added to it."""
-        if not self.enabled or self._new.keys() <= self._old.keys():
+        """Write back the entries this run used, when they differ from what is on disk."""
+        if not self.enabled or self._new.keys() == self._old.keys():
             return
-        kept = self._old | self._new if len(self._old) + len(self._new) <= KEEP else self._new
+        kept = self._new
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:

@@ -342,11 +342,12 @@ def _one_file(path: Path, cell_id: str, cache) -> tuple[list[Problem], Entry | N
 
 def cached_check(paths: list[Path]) -> Result:
     """`check` with the content-hash cache under `.cache/kb/` (what the commands use)."""
-    from kb.cache import Cache
+    from kb.cache import for_folders
 
-    cache = Cache("check")
+    cache = for_folders("check", paths)
     result = check(paths, cache)
-    cache.save()
+    if cache is not None:
+        cache.save()
     return result
 
 

@@ -74,13 +74,13 @@ def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
     reads the entry files and one cache file, and imports neither pydantic nor the check."""
     import datetime as dt
 
-    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, Cache, code_fingerprint, fingerprint
+    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint, for_folders
     from kb.load import read
 
-    cache = Cache("match")
+    cache = for_folders("match", [entries])
     key = None
     try:
-        names = sorted(entries.iterdir())
+        names = sorted(entries.iterdir()) if cache is not None else None
     except OSError:
         names = None
     if names is not None and all(p.suffix == ".yaml" or p.name.startswith(".") for p in names):
@@ -104,7 +104,7 @@ def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
     if result.problems:
         return [], result.problems
     rule_list = rules(result.cells)
-    if key is not None:
+    if key is not None and cache is not None:
         cache.put(key, rule_list)
         cache.save()
     return rule_list, []

@@ -67,7 +67,7 @@ def test_an_edited_file_is_checked_again(entries, tmp_path):
 def test_kb_check_uses_the_cache_and_deleting_it_changes_nothing(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(cache_mod, "FOLDER", tmp_path / "cache")
     assert cli.main(["check"]) == 0
-    assert (tmp_path / "cache" / "check.pickle").is_file()
+    assert list((tmp_path / "cache").glob("check-*.pickle"))
     warm = capsys.readouterr().out
     assert cli.main(["check"]) == 0 and capsys.readouterr().out == warm
     shutil.rmtree(tmp_path / "cache")
@@ -121,3 +121,10 @@ def test_a_warm_kb_match_reads_its_rules_from_the_cache_without_the_check():
     first, second = (json.loads(run.stdout) for run in runs)
     assert first[:2] == second[:2] and first[0] > 0 and first[1] == 0
     assert second[2:] == [False, False]
+
+
+def test_only_folders_of_this_checkout_are_cached_each_in_its_own_file(tmp_path):
+    assert cache_mod.for_folders("check", [tmp_path]) is None
+    live = cache_mod.for_folders("check", [ROOT / "kb" / "entries"])
+    other = cache_mod.for_folders("check", [ROOT / "tests" / "fixtures" / "site"])
+    assert live is not None and other is not None and live.path != other.path
