@@ -29,6 +29,16 @@ def _build(entries: Path, out: Path, **kwargs) -> Path:
     return out
 
 
+def checked_site(entries: Path):
+    """The catalog of an entries folder that must check clean."""
+    from kb import lint
+    from kb.catalog import Site
+
+    result = lint.check([entries])
+    assert result.problems == []
+    return Site(result.cells)
+
+
 @pytest.fixture(scope="session")
 def live_site(tmp_path_factory) -> Path:
     """The site built from kb/entries/, once per test run."""

@@ -12,8 +12,8 @@ from pathlib import Path
 from markupsafe import escape
 
 from browser import serve
-from conftest import FIXTURES, ROOT
-from kb import charts, facets, freshness, lint, matrix
+from conftest import FIXTURES, ROOT, checked_site
+from kb import charts, facets, freshness, matrix
 from kb.catalog import paged_url
 from kb.pages import Renderer, Site
 
@@ -22,10 +22,7 @@ FRESH = FIXTURES / "freshness"
 LIVE = ROOT / "kb" / "entries"
 
 
-def _site(entries: Path) -> Site:
-    result = lint.check([entries])
-    assert result.problems == []
-    return Site(result.cells)
+_site = checked_site
 
 
 def _pages(site: Site) -> dict:

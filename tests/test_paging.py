@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
-from kb import catalog, freshness, lint
+from conftest import FIXTURES, checked_site
+from kb import catalog, freshness
 from kb.catalog import Paging, paged_url, paginate
 from kb.pages import Renderer, Site, first_sentence
 from kb.slug import slug
@@ -19,10 +19,7 @@ from kb.slug import slug
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
-def _site(entries: Path) -> Site:
-    result = lint.check([entries])
-    assert result.problems == []
-    return Site(result.cells)
+_site = checked_site
 
 
 def _pages(site: Site) -> dict:

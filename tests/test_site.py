@@ -11,17 +11,13 @@ from urllib.parse import unquote, urldefrag, urlparse
 import pytest
 
 from browser import search, serve
-from conftest import FIXTURES, ROOT
-from kb import lint
+from conftest import FIXTURES, ROOT, checked_site
 from kb.pages import Renderer, Site, string_url
 
 GOLDEN = ROOT / "tests" / "golden"
 
 
-def _site(entries: Path) -> Site:
-    result = lint.check([entries])
-    assert result.problems == []
-    return Site(result.cells)
+_site = checked_site
 
 
 def expected_page(site: Site, text: str) -> str:
