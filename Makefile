@@ -10,6 +10,7 @@ PIP_INSTALL := $(BIN)/python -m pip install -q --disable-pip-version-check
 CHROMIUM ?= /usr/bin/chromium
 HOST ?= 127.0.0.1
 PORT ?= 8000
+SITE_DIR ?= site
 
 .DEFAULT_GOAL := help
 .PHONY: help setup lock check schema site serve test chromium clean
@@ -50,8 +51,10 @@ check: $(STAMP)  ## validate and lint every entry
 schema: $(STAMP)  ## print the JSON Schema of an entry
 	$(BIN)/kb schema
 
-site: $(STAMP)  ## build the site with its search index into site/
-	$(BIN)/kb build -d site
+site: $(STAMP)  ## build the site for deployment into site/: make site SITE_URL=https://example.org/path/
+	@test -n "$(SITE_URL)" || { echo "make site: set SITE_URL to the public address the site is served from," \
+	  "e.g. make site SITE_URL=https://example.org/kb/ (make serve previews it locally)" >&2; exit 2; }
+	$(BIN)/kb build -d $(SITE_DIR) --site-url "$(SITE_URL)" $(if $(REPO_URL),--repo-url "$(REPO_URL)")
 
 serve: $(STAMP)  ## set everything up, build and serve the site with search on http://$(HOST):$(PORT)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict -a $(HOST):$(PORT)

@@ -381,7 +381,7 @@ def run_stage(stage: str, n: int, work: Path, timeout: float, profile: bool = Fa
         target = work / f"full-{n}"
         shutil.rmtree(target, ignore_errors=True)
         env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-        result = run_child([str(Path(sys.executable).with_name("kb")), "build", "--entries", str(entries), "-d",
+        result = run_child([str(Path(sys.executable).with_name("kb")), "build", "--preview", "--entries", str(entries), "-d",
                             str(target)], timeout, log, env)
         result["seconds"] = result["wall"]
         if result["rc"] == 0:

@@ -411,8 +411,10 @@ def cell(seed: int, index: int, used: set[str]) -> tuple[str, dict]:
 
     claims = []
     for _ in range(rng.choice([0, 1, 1, 2])):
-        claims.append({"says": f"{PACKAGE_TITLE[rng.choice(pkgs)]} {rng.choice(['main', 'nightly'])} also fails with {rng.choice(MODELS)}.",
-                       "source": rng.choice([issue, "seed"]), "as_of": as_of(), "confirmed": rng.random() < 0.5})
+        says = f"{PACKAGE_TITLE[rng.choice(pkgs)]} {rng.choice(['main', 'nightly'])} also fails with {rng.choice(MODELS)}."
+        source = rng.choice([issue, "seed"])
+        claims.append({"says": says, "source": source, "as_of": as_of(),
+                       "confirmed": rng.random() < 0.5 and source != "seed"})  # KB055
 
     title = f"{short[0].upper()}{short[1:]} on {' and '.join(archs)} ({PACKAGE_TITLE[engine]}, case {index})"
     summary = (f"On {', '.join(gpus)}, {PACKAGE_TITLE[engine]} serving {rng.choice(MODELS)} reaches {kernel_hint} "

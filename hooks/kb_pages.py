@@ -18,6 +18,7 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 from kb import search
+from kb.origin import origin_repo
 from kb.generate import GenerateError, generate
 
 log = logging.getLogger("mkdocs.hooks.kb")
@@ -34,9 +35,12 @@ def on_config(config):
     # hand on its check, `kb_checked`) in this build's config.
     extra = config["extra"]
     entries = Path(extra.get("kb_entries") or "kb/entries")
+    # The theme's footer and the cells' Edit and Report links use the repository.
+    extra["kb_repo_url"] = extra.get("kb_repo_url") or origin_repo(Path(config["config_file_path"]).parent)
     try:
         generated = generate(entries, config["site_url"] or None, _path(extra, "kb_url_lock"),
-                             _path(extra, "kb_redirects"), checked=extra.pop("kb_checked", None))
+                             _path(extra, "kb_redirects"), checked=extra.pop("kb_checked", None),
+                             repo_url=extra["kb_repo_url"])
     except GenerateError as exc:
         raise PluginError(str(exc)) from exc
     _state.update(generated=generated, pages={p.src: p for p in generated.pages})

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from kb import ENTRIES, facets
+from kb import ENTRIES, default_entries, facets
 
 
 def _explain(code: str) -> int:
@@ -33,7 +33,7 @@ def _check(args) -> int:
         return _explain(args.explain)
     from kb import lint
 
-    paths = [Path(p) for p in args.paths] or [ENTRIES]
+    paths = [Path(p) for p in args.paths] or [default_entries()]
     named = lint.entry_files(paths)
     # A file named alone is checked among the other entries of its folder (related ids, shared
     # signatures), but only its own problems are reported: what a pre-commit hook needs.
@@ -67,11 +67,33 @@ def _schema(args) -> int:
 def _build(args) -> int:
     from kb import build
 
-    return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url)
+    return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url, repo_url=args.repo_url)
+
+
+def _site_url(value: str) -> str:
+    from kb.origin import site_url
+
+    try:
+        return site_url(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _repo_url(value: str) -> str:
+    from kb.origin import repo_url
+
+    try:
+        return repo_url(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _match(args) -> int:
+    import shutil
+    import tempfile
+
     from kb import match
+    from kb.request import new_cell_text
     from kb.visible import visible
 
     rule_list, problems = match.load_rules(Path(args.entries))
@@ -83,10 +105,19 @@ def _match(args) -> int:
     matcher = match.Matcher(rule_list)
     try:
         if args.file == "-":
-            hits = matcher.scan(sys.stdin.buffer)
+            # Kept (in memory up to 64 MiB, then in a temporary file) in case no cell matches and
+            # the new-cell request has to read it again.
+            log = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+            shutil.copyfileobj(sys.stdin.buffer, log)
+            log.seek(0)
         else:
-            with open(args.file, "rb") as stream:
-                hits = matcher.scan(stream)
+            log = open(args.file, "rb")
+        with log:
+            hits = matcher.scan(log)
+            if not hits and not args.json:
+                log.seek(0)
+                lines = (raw.decode("utf-8", "replace") for raw in log)
+                request = new_cell_text(lines)
     except OSError as exc:
         print(f"kb match: cannot read {visible(args.file)}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -98,6 +129,11 @@ def _match(args) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
         print("no known cell matches this log")
+        print("To ask for a new cell, open a \"New cell\" issue with the text below; read and edit it first. It "
+              "holds only the log's error-looking lines (prefixes removed, varying parts as placeholders), the GPU "
+              "and the versions it names, nothing else of the log.\n")
+        for line in request.splitlines():
+            print(visible(line))
     else:
         for rank, hit in enumerate(hits, 1):
             # The log is anyone's text: its lines are shown with controls escaped (an ESC or a CR
@@ -140,6 +176,12 @@ def _new(args) -> int:
     return new.run(args)
 
 
+def _refresh(args) -> int:
+    from kb import refresh
+
+    return refresh.main(args)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kb", description="Blackwell serving-failure knowledge base")
     sub = top.add_subparsers(dest="command", required=True)
@@ -157,8 +199,17 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build", help="check the entries and build the site with its search index")
     p.add_argument("-d", "--site-dir", default="site",
                    help="output folder, replaced whole: a new or empty folder or an earlier kb site (default: site/)")
-    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
-    p.add_argument("--site-url", help="public URL of the site, e.g. https://example.org/sub/path/")
+    p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--site-url", type=_site_url,
+                       help="public URL the site will be served from, e.g. https://example.org/sub/path/ (canonical "
+                            "links, sitemap.xml, robots.txt and the feed use it)")
+    where.add_argument("--preview", action="store_true",
+                       help="a local preview without a public URL: no canonical links, an empty sitemap (not for "
+                            "deployment)")
+    p.add_argument("--repo-url", type=_repo_url,
+                   help="GitHub repository of this knowledge base, for the Edit and Report links (default: the "
+                        "checkout's origin remote when it is on GitHub)")
     p.set_defaults(run=_build)
 
     p = sub.add_parser("lock", help="record every URL the site publishes in kb/urls.lock (never drops one)")
@@ -168,7 +219,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("match", help="find the cells a log shows (exit 0 matches, 1 none, 2 unreadable)")
     p.add_argument("file", help="log file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url}]")
-    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/")
     p.set_defaults(run=_match)
     p = sub.add_parser("doctor", help="judge which cells apply to this machine (exit 0, 2 on bad input)")
@@ -176,7 +227,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--facts", metavar="FILE", help="read the facts from this JSON file (- for standard input) "
                    "instead of probing")
     p.add_argument("--facts-schema", action="store_true", help="print the JSON Schema of a facts file")
-    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each probe may take (default: 20)")
     p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/ (default: relative)")
     p.set_defaults(run=_doctor)
@@ -193,10 +244,31 @@ def parser() -> argparse.ArgumentParser:
                    help="the signature's kind (default: guessed from the string)")
     p.add_argument("--title", help="the title, one line in your own words (default: a TODO marker)")
     p.add_argument("--id", help="the cell id (default: derived from the error string)")
-    p.add_argument("--entries", default=str(ENTRIES), help="entries folder (default: kb/entries/)")
+    p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("-y", "--non-interactive", action="store_true",
                    help="never ask: fail (exit 2) when --text, --gpu or --component is missing")
     p.set_defaults(run=_new)
+
+    p = sub.add_parser(
+        "refresh", help="read the live state of every upstream issue and pull request from GitHub and print "
+        "what differs (exit 0 none, 1 some, 2 errors)",
+        description="Read the state of each upstream issue and pull-request link from GitHub's REST API "
+        "(open, closed, merged, with the date, and for a newly merged pull request the first release that "
+        "contains it) and print one line per link whose record differs. --write records what was read: "
+        "each link's state, and its as_of set to today; nothing else changes. Nothing is written when any "
+        "request fails. Token: GITHUB_TOKEN. Exit 0: nothing differs; 1: some states differ (and, with "
+        "--write, were written); 2: an error.")
+    p.add_argument("--write", action="store_true", help="update state and as_of of the links read, in place")
+    p.add_argument("--only", nargs="+", metavar="ID", help="refresh only these cells")
+    p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
+    p.add_argument("--api-url", help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
+    p.add_argument("--timeout", type=float, default=20.0, help="seconds each request may take (default: 20)")
+    p.add_argument("--max-requests", type=int, default=1000, help="stop with an error past this many requests "
+                   "(default: 1000)")
+    p.add_argument("--cache", metavar="FILE",
+                   help="ETag cache for conditional requests (default: .cache/kb/github-etags.json; safe to delete)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the ETag cache")
+    p.set_defaults(run=_refresh)
     return top
 
 

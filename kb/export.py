@@ -106,12 +106,12 @@ def feed(site: Site, site_url: str | None) -> str:
         e = cell.entry
         url = absolute(site_url, site.url(cell))
         lines += ["  <entry>",
-                  f"    <title>{escape(e.signatures[0].text)}</title>",
+                  f"    <title>{escape(e.title)}</title>",
                   f"    <id>urn:blackwell-serving-failures:cell:{cell.id}</id>",
                   f"    <link href={quoteattr(url)}/>",
                   f"    <published>{e.published}T00:00:00Z</published>",
                   f"    <updated>{e.updated}T00:00:00Z</updated>",
-                  f"    <summary>{escape(e.title + '. ' + e.summary)}</summary>",
+                  f"    <summary>{escape(e.signatures[0].text + ': ' + e.summary)}</summary>",
                   f"    <category term={quoteattr(e.status.state)} label={quoteattr(STATUS_NAMES[e.status.state])}/>",
                   "  </entry>"]
     lines.append("</feed>")

@@ -41,6 +41,8 @@ PACKAGE_NAMES = {
     "sgl-kernel": "sgl-kernel",
     "cuda": "CUDA",
     "nvidia-driver": "NVIDIA driver",
+    "llama.cpp": "llama.cpp",
+    "deepgemm": "DeepGEMM",
 }
 
 ARCH_NAMES = {"sm_120": "sm_120 (RTX PRO 6000 / 5000, RTX 50xx)", "sm_121": "sm_121 (GB10, DGX Spark)"}

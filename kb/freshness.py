@@ -6,8 +6,10 @@ Dated claims are a cell's `status.as_of`, each `upstream[].as_of`, `fixes[].as_o
 
 The page also lists cells whose status is "fix-proposed" or "fixed-main" and whose status was
 read more than `STALE_AFTER_DAYS` days before the reference date: those are the states most
-likely to have moved (the PR merged, a release shipped). For a deterministic build the
-reference date is never the clock: it is the newest `updated` date across all records.
+likely to have moved (the PR merged, a release shipped); each with the day its upstream links'
+states were last read (`links_read`: the newest of their `as_of`, which `kb refresh --write`
+sets). For a deterministic build the reference date is never the clock: it is the newest
+`updated` date across all records.
 
 No page grows with the number of records: the claims go `PER_PAGE` to a page (`freshness/`,
 `freshness/2/`, ...), the first page counts them by month with a link to where each month
@@ -95,6 +97,12 @@ def reference_date(cells: list[Cell]) -> dt.date | None:
     return max((dt.date.fromisoformat(c.entry.updated) for c in cells), default=None)
 
 
+def links_read(cell: Cell) -> str | None:
+    """The newest `as_of` among a cell's upstream links: the day their state was last read (by
+    `kb refresh --write`, which sets it on every link it reads, or by hand)."""
+    return max((link.as_of for link in cell.entry.upstream), key=lambda as_of: (day(as_of), len(as_of)), default=None)
+
+
 def waiting(cells: list[Cell], reference: dt.date | None, days: int = STALE_AFTER_DAYS) -> list[tuple[Cell, int]]:
     """Cells in a watched status read more than `days` days before `reference`, oldest first."""
     if reference is None:
@@ -136,7 +144,7 @@ def pages(renderer) -> list[Page]:
     for d in claims:
         totals[d.as_of] = totals.get(d.as_of, 0) + 1
     context = dict(reference=reference, watched=WATCHED, days=STALE_AFTER_DAYS, records=len(cells),
-                   claim_count=len(claims), waiting_count=len(late), waiting_url=WAITING_URL)
+                   claim_count=len(claims), waiting_count=len(late), waiting_url=WAITING_URL, links_read=links_read)
     out = []
     for paging, chunk in paginate(URL, claims, PER_PAGE):
         previous = claims[paging.start - 1].as_of if paging.start else None

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb import export, lint, match, urls
+from kb import export, lint, match, search, urls
 from kb.catalog import Site
 from kb.page import Page
 from kb.pages import Renderer
@@ -40,7 +40,8 @@ def _facts_schema() -> dict | None:
 
 
 def generate(entries: Path, site_url: str | None = None, lock: Path | None = None,
-             redirects: Path | None = None, checked: lint.Result | None = None) -> Generated:
+             redirects: Path | None = None, checked: lint.Result | None = None,
+             repo_url: str | None = None) -> Generated:
     """Everything the site publishes. `checked` is the result of `lint.check([entries])` when the
     caller already has it (`kb build` checks before it starts the engine)."""
     started = time.perf_counter()
@@ -49,12 +50,14 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
         shown = "\n".join(p.format() for p in result.problems[:50])
         raise GenerateError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")
     site = Site(result.cells)
-    renderer = Renderer(site)
+    renderer = Renderer(site, repo_url)
     by_cell_url = {site.url(c): c for c in site.cells}
     pages = [dataclasses.replace(p, jsonld=export.jsonld(by_cell_url[p.url], site, site_url))
              if p.kind == "cell" else p for p in renderer.all_pages()]
     files = export.files(site, site_url, _facts_schema())
     files["triage/patterns.json"] = json.dumps(match.export(match.rules(result.cells)), indent=1, sort_keys=True,
+                                               ensure_ascii=False) + "\n"
+    files["search/literals.json"] = json.dumps(search.literals(site), separators=(",", ":"), sort_keys=True,
                                                ensure_ascii=False) + "\n"
     current = urls.published([p.url for p in pages], list(files))
     if lock is not None and lock.exists():

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ahocorasick_rs
+from packaging.version import Version
 from pydantic import ValidationError
 
 from kb import ENTRIES, patterns  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
@@ -175,6 +176,7 @@ def _cross_checks(cells: list[Cell], ids: set[str]) -> list[Problem]:
     problems.extend(_look_alikes(cells))
     problems.extend(_one_way_related(cells))
     problems.extend(_status_against_links(cells))
+    problems.extend(_fix_versions(cells))
     return problems
 
 
@@ -309,6 +311,49 @@ def _status_against_links(cells: list[Cell]) -> list[Problem]:
             loc = ("status", "state")
             problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc), message, "KB049", state))
     return problems
+
+
+def _fix_versions(cells: list[Cell]) -> list[Problem]:
+    """KB056: a fix pull request is merged in the cell's own links, and every cell that names it gives it
+    the same first release. KB057: fixed-release names that release as a final version."""
+    problems: list[Problem] = []
+    first_named: dict[str, tuple[Cell, str]] = {}  # fix PR -> (first cell giving a version, that version)
+    for cell in cells:
+        e = cell.entry
+        merged = {link.url for link in e.upstream if link.kind == "pr" and link.state == "merged"}
+        for i, c in enumerate(e.components):
+            if not c.fixed_by:
+                continue
+            loc = ("components", i, "fixed_by")
+            if c.fixed_by not in merged:
+                problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                        "the fix pull request is not among this cell's upstream links as a merged "
+                                        "pull request; add it there (kind: pr, state: merged) with the date you read "
+                                        "it", "KB056", c.fixed_by))
+            if not c.fixed_in:
+                continue
+            seen = first_named.setdefault(c.fixed_by, (cell, c.fixed_in))
+            if seen[1] != c.fixed_in:
+                loc = ("components", i, "fixed_in")
+                problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                        f"{seen[0].id} says the same fix ({c.fixed_by}) first shipped in {seen[1]}; "
+                                        "one release contains a merge first: find it (git tag --contains, or the "
+                                        "release notes) and make both cells say it", "KB056", c.fixed_in))
+        if e.status.state == "fixed-release":
+            released = [c for c in e.components if c.fixed_in and not _prerelease(c.fixed_in)]
+            if not released:
+                loc = ("status", "state")
+                problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                        "status 'fixed-release' needs the release: give the component that raises "
+                                        "it fixed_in, the first final release (not an rc or dev build) that contains "
+                                        "the fix, or use 'fixed-main' while it is only on main", "KB057",
+                                        e.status.state))
+    return problems
+
+
+def _prerelease(version: str) -> bool:
+    parsed = Version(version)
+    return parsed.is_prerelease or parsed.is_devrelease or parsed.local is not None
 
 
 def _one_file(path: Path, cell_id: str, cache) -> tuple[list[Problem], Entry | None, dict | None]:

@@ -327,6 +327,7 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
             f"  - package: {package}",
             f"    role: {role}",
             "    # Optional, PEP 440: affected: \">=0.6.0,<0.6.18\"  fixed_in: 0.6.18  fixed_commit: 1a2b3c4",
+            "    # fixed_by: <URL of the merged pull request that fixes it> (with fixed_in or fixed_commit)",
             f"    note: {quote('TODO: what ' + package + ' does in this failure, or delete the line')}",
         ]
     lines += [

@@ -36,16 +36,17 @@ def first_sentence(text: str) -> str:
 
 
 class Renderer:
-    def __init__(self, site: Site):
+    def __init__(self, site: Site, repo_url: str | None = None):
         self.site = site
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
         self.env.filters["markdown"] = prose.render
         self.env.filters["first_sentence"] = first_sentence
+        self.env.filters["package_name"] = facets.package_name
         self.env.globals.update(
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
-            package_name=facets.package_name, repository=facets.repository,
+            package_name=facets.package_name, repository=facets.repository, repo_url=repo_url,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
 
@@ -72,8 +73,10 @@ class Renderer:
         e = owner.entry
         remedies = [("Fix", r) for r in e.fixes] + [("Workaround", r) for r in e.workarounds]
         short = [(what, r) for what, r in remedies if len(r.what) <= POINTER_REMEDY_CHARS][:POINTER_REMEDIES]
-        return Page(here, text, e.summary,
-                    self._render("pointer.html", here, text=text, cell=owner, remedies=short,
+        kind = next(s.kind for s in e.signatures if s.text == text)
+        description = f"One way {e.title} shows up. {first_sentence(e.summary)}"
+        return Page(here, text, description,
+                    self._render("pointer.html", here, text=text, kind=kind, cell=owner, remedies=short,
                                  more=len(remedies) - len(short)), "pointer", e.updated)
 
     def indexes(self) -> list[Page]:

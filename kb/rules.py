@@ -31,6 +31,10 @@ _SIG_B = 'signatures: [{text: "cuDNN plan index 3 out of range", kind: log-line}
 _REL_A = "related: [{id: plan-index-b, how: look-alike}]\n"
 _REL_B = "related: [{id: plan-index-a, how: look-alike}]\n"
 _PR = "https://github.com/vllm-project/vllm/pull/54013"
+_FIX_PR = "https://github.com/flashinfer-ai/flashinfer/pull/4165"
+_FIX_A = (f"status: {{state: fixed-release, as_of: 2026-10, source: '{_FIX_PR}'}}\n"
+          f"components: [{{package: flashinfer, role: raises, fixed_by: '{_FIX_PR}', fixed_in: 0.6.18}}]\n"
+          f"upstream: [{{kind: pr, url: '{_FIX_PR}', state: merged, as_of: 2026-10}}]\n")
 
 RULES = {rule.code: rule for rule in [
     Rule("KB001", "utf8", "An entry file is readable UTF-8 text.",
@@ -187,6 +191,19 @@ RULES = {rule.code: rule for rule in [
     Rule("KB051", "only-entries", "An entries folder holds only <id>.yaml files: a .yml, .json or README file there is an error, not skipped (hidden files such as .gitkeep are ignored).",
          good="# ls kb/entries/\n# plan-index-a.yaml  plan-index-b.yaml  .gitkeep",
          bad="# ls kb/entries/\n# plan-index-a.yaml  plan-index-b.yml  README.md"),
+    Rule("KB055", "seed-unconfirmed", "A claim whose only source is the seed document is not confirmed: the seed is where a lead came from, not evidence; confirming it takes the public thread or source file that shows it.",
+         good="claims:\n  - {says: Fixed by PR 54013., source: seed, as_of: 2026-12-02, confirmed: false}\n"
+              f"  - {{says: PR 54013 lowers num_stages to 1 for fp8 KV., source: '{_PR}', as_of: 2026-12-02,\n"
+              "     confirmed: true}",
+         bad="claims:\n  - {says: Fixed by PR 54013., source: seed, as_of: 2026-12-02, confirmed: true}"),
+    Rule("KB056", "one-fix-one-version", "A component's fixed_by names the pull request that fixes it; that pull request is merged among the cell's own upstream links, the component says where the fix is (fixed_in or fixed_commit), and every cell naming the same pull request gives it the same first release.",
+         good=_A + _SIG_A + _FIX_A + _B + _SIG_B + _FIX_A,
+         bad=_A + _SIG_A + _FIX_A + _B + _SIG_B + _FIX_A.replace("fixed_in: 0.6.18}", "fixed_in: 0.6.18.post1}")),
+    Rule("KB057", "fixed-release-version", "Status fixed-release names its release: a component has fixed_in, the first final release (not an rc or dev build) that contains the fix.",
+         good=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
+              "components: [{package: vllm, role: raises, fixed_in: 0.11.1}]",
+         bad=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
+             "components: [{package: vllm, role: raises, fixed_in: 0.11.1rc2}]"),
     Rule("KB052", "number-range", "A measured number is 0 or between 1e-9 and 1e15 in size (what a chart can draw), written in a unit that keeps it there.",
          good="measurements:\n  - {quantity: Gap between kernel launches, unit: ns, value: 0.25,\n"
               f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",

@@ -193,6 +193,13 @@ def _version(value: str) -> str:
     return value
 
 
+def _pull_request(value: str) -> str:
+    _source(value)
+    if not re.fullmatch(_GITHUB + r"/pull/[0-9]+", value):
+        _fail("KB056", "must be the URL of a GitHub pull request, https://github.com/<owner>/<repo>/pull/<number>")
+    return value
+
+
 def _source(value: str) -> str:
     _no_controls(value, allow_newlines=False)
     if not value.startswith("https://"):
@@ -276,7 +283,16 @@ class Component(Record):
     affected: Specifier | None = None
     fixed_in: VersionStr | None = None
     fixed_commit: Annotated[str, Field(pattern=COMMIT_PATTERN)] | None = None
+    fixed_by: Annotated[str, Field(max_length=300), AfterValidator(_pull_request)] | None = None
     note: Text | None = None
+
+    @model_validator(mode="after")
+    def _fix_has_version(self) -> "Component":
+        # After the fields: a fixed_in or fixed_commit that failed its own check is reported once, there.
+        if self.fixed_by and not (self.fixed_in or self.fixed_commit):
+            _fail("KB056", "fixed_by names the pull request that fixes it but not where the fix is: add fixed_in "
+                  "(the first release that contains it) or fixed_commit (its merge commit on main)")
+        return self
 
 
 class Status(Record):
@@ -367,6 +383,14 @@ class Claim(Record):
     source: SourceUrl | Literal["seed"]
     as_of: AsOf
     confirmed: bool
+
+    @field_validator("confirmed")
+    @classmethod
+    def _seed_is_unconfirmed(cls, confirmed: bool, info: ValidationInfo) -> bool:
+        if confirmed and info.data.get("source") == "seed":
+            _fail("KB055", "a claim whose only source is the seed document is not confirmed: cite the public "
+                  "thread or source file that shows it as `source`, or set `confirmed: false`")
+        return confirmed
 
 
 class Related(Record):

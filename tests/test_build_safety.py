@@ -28,7 +28,7 @@ def site(tmp_path_factory) -> Path:
     target.mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
-        assert main(["build", "-d", str(target), "--entries", str(ENTRIES)]) == 0
+        assert main(["build", "--preview", "-d", str(target), "--entries", str(ENTRIES)]) == 0
     return target
 
 
@@ -40,7 +40,7 @@ def _siblings(target: Path) -> set[str]:
 
 def _refused(capsys, target: Path, *args: str) -> str:
     before = _siblings(target)
-    assert main(["build", "-d", str(target), *args]) == 2
+    assert main(["build", "--preview", "-d", str(target), *args]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1
@@ -131,15 +131,15 @@ def test_a_rebuild_touches_only_files_whose_bytes_changed(tmp_path):
     entries = tmp_path / "entries"
     shutil.copytree(ENTRIES, entries)
     site = tmp_path / "site"
-    assert main(["build", "-d", str(site), "--entries", str(entries)]) == 0
+    assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 0
     before = _files(site)
-    assert main(["build", "-d", str(site), "--entries", str(entries)]) == 0
+    assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 0
     assert _files(site) == before  # same bytes, same inode, same mtime: no file was written
     path = next(entries.glob("*.yaml"))
     text = path.read_text(encoding="utf-8")
     title = next(line for line in text.splitlines() if line.startswith("title: "))
     path.write_text(text.replace(title, title + " (edited)"), encoding="utf-8")
-    assert main(["build", "-d", str(site), "--entries", str(entries)]) == 0
+    assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 0
     after = _files(site)
     changed = {rel for rel in after if rel in before and after[rel][2] != before[rel][2]}
     untouched = {rel for rel in after if rel in before and after[rel] == before[rel]}
@@ -166,7 +166,7 @@ def test_readers_always_find_the_site_during_rebuilds(site, tmp_path, capsys):
     try:
         time.sleep(0.2)
         for _ in range(3):
-            assert main(["build", "-d", str(site), "--entries", str(ENTRIES)]) == 0
+            assert main(["build", "--preview", "-d", str(site), "--entries", str(ENTRIES)]) == 0
     finally:
         stop.touch()
         checks, missing = map(int, poller.communicate(timeout=30)[0].split())
@@ -191,7 +191,7 @@ def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, cap
     fcntl.flock(fd, fcntl.LOCK_EX)
     codes = []
     second = threading.Thread(target=lambda: codes.append(
-        main(["build", "-d", str(target), "--entries", str(ENTRIES)])))
+        main(["build", "--preview", "-d", str(target), "--entries", str(ENTRIES)])))
     second.start()
     err = ""
     deadline = time.monotonic() + 30

@@ -459,7 +459,7 @@ def test_the_extreme_but_valid_record_passes_the_check_and_builds(tmp_path, caps
     code, out, _ = _check(capsys, folder)
     assert (code, out) == (0, ["ok: 1 entry checked, no problems"])
     site = tmp_path / "site"
-    assert cli.main(["build", "-d", str(site), "--entries", str(folder)]) == 0
+    assert cli.main(["build", "--preview", "-d", str(site), "--entries", str(folder)]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err and out.strip().splitlines()[-1].startswith("built ")
     cell = next(p for p in site.glob("e/*/index.html") if "kb-chart__svg" in p.read_text(encoding="utf-8"))

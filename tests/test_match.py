@@ -160,3 +160,33 @@ def test_normalisation_keeps_discriminating_numbers():
     assert normalise("torch.AcceleratorError: y") == normalise("RuntimeError: y")
     assert normalise("sm120 SM_121a compute_120f") == "sm_120 sm_121 sm_120"
     assert normalise("[  12.5] x [repeated 4x across cluster]") == "x"
+
+
+def test_no_match_prints_a_new_cell_request_with_only_error_lines(tmp_path):
+    """Exit 1 with the text of a new-cell issue: the error-looking lines without log prefixes,
+    varying parts as the pattern grammar's placeholders, the GPU and versions; no other line."""
+    log = ["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.29.1",
+           "secret-token=abc123 model=/data/private/model",
+           "torch version 2.9.1 on NVIDIA RTX PRO 6000 Blackwell",
+           "(EngineCore_DP0 pid=2211) ERROR 12-01 10:02:11 [core.py:710] RuntimeError: odd failure at 0x7f00deadbeef "
+           "in /opt/venv/lib/python3.11/site-packages/foo/bar.py for 4194304 bytes, pid=1234",
+           "\x1b]0;title\x07RuntimeError: another one"]
+    done = kb_match(("\n".join(log) + "\n").encode())
+    assert done.returncode == 1
+    out = done.stdout.decode()
+    assert "RuntimeError: odd failure at {hex} in {path} for {size}, pid={pid}" in out
+    assert "- GPU: NVIDIA RTX PRO 6000 Blackwell" in out and "- vllm: 0.29.1" in out and "- torch: 2.9.1" in out
+    assert "secret-token" not in out and "EngineCore_DP0" not in out and "/data/private" not in out
+    assert "\x1b" not in out and "\x07" not in out  # the log's control characters are shown escaped
+    from_file = tmp_path / "log.txt"
+    from_file.write_text("\n".join(log) + "\n", encoding="utf-8")
+    assert subprocess.run(KB + ["match", str(from_file)], capture_output=True, text=True, cwd=ROOT).stdout == out
+
+
+def test_kb_match_from_another_folder_finds_the_installed_entries(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("RuntimeError: Plan index 9 is invalid\n", encoding="utf-8")
+    kb = Path(sys.executable).with_name("kb")
+    done = subprocess.run([str(kb), "match", str(log)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "e/runtimeerror-plan-index-13-is-invalid-" in done.stdout

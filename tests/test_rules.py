@@ -20,7 +20,7 @@ GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
 GOOD_TEXT = GOOD.read_text(encoding="utf-8")
 HEADER = re.compile(r"^# kb/entries/(\S+)\s*$", re.M)
 KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:", re.M)
-NEW_RULES = {"KB046", "KB047", "KB048", "KB049"}
+NEW_RULES = {"KB046", "KB047", "KB048", "KB049", "KB055", "KB056", "KB057"}
 
 # Rules whose examples are not fragments of an entry (bytes, sizes, a missing key, a second
 # folder, a hash collision): each has its own test below.
@@ -350,11 +350,51 @@ COMPONENT_FIXED_COMMIT = "components: [{package: vllm, role: triggers, fixed_com
 ])
 def test_kb049_status_against_its_links(tmp_path, fragment, broken):
     path = _cell(tmp_path, "a", fragment)
-    found = _found(tmp_path)
+    found = [f for f in _found(tmp_path) if f[1] != "KB057"]
     if broken:
         assert found == [("a.yaml", "KB049", _line(path, "status:"), "status.state")]
     else:
         assert found == []
+
+
+FIX_PR = "https://github.com/flashinfer-ai/flashinfer/pull/4165"
+
+
+def _fixed(fixed_in: str | None, *, by: str | None = FIX_PR, merged: bool = True, state: str = "fixed-release") -> str:
+    component = "{package: flashinfer, role: raises" + (f", fixed_by: '{by}'" if by else "") \
+        + (f", fixed_in: '{fixed_in}'" if fixed_in else ", fixed_commit: 3e96dfa35") + "}"
+    return (_status(state) + f"components: [{component}]\n"
+            + f"upstream: [{{kind: pr, url: '{FIX_PR}', state: {'merged' if merged else 'open'}, as_of: 2026-10}}]\n")
+
+
+@pytest.mark.parametrize("fragment, found", [
+    (_fixed("0.6.18"), []),
+    (_fixed("0.6.18", by=None), []),
+    (_fixed("0.6.18rc7"), [("KB057", "status.state")]),
+    (_fixed("0.6.18.dev20260901"), [("KB057", "status.state")]),
+    (_fixed(None), [("KB057", "status.state")]),
+    (_fixed(None, state="fixed-main"), []),
+    (_fixed("0.6.18", merged=False), [("KB056", "components[0].fixed_by")]),
+    (_fixed("0.6.18", by="https://github.com/flashinfer-ai/flashinfer/pull/9"), [("KB056", "components[0].fixed_by")]),
+    (_fixed("0.6.18", by="https://github.com/flashinfer-ai/flashinfer/issues/4165"), [("KB056", "components[0].fixed_by")]),
+])
+def test_kb056_kb057_fix_and_its_release(tmp_path, fragment, found):
+    _cell(tmp_path, "a", fragment)
+    assert [(code, loc) for _, code, _, loc in _found(tmp_path) if code != "KB049"] == found
+
+
+def test_kb056_two_cells_one_fix_two_versions(tmp_path):
+    _cell(tmp_path, "a", _sig("RuntimeError: Plan index 3 is invalid") + _fixed("0.6.18"))
+    b = _cell(tmp_path, "b", _sig("cuDNN plan index 3 out of range") + _fixed("0.6.18.post1"))
+    problems = [p for p in lint.check([tmp_path]).problems if p.code == "KB056"]
+    assert [(p.path.name, p.line, p.loc) for p in problems] == [("b.yaml", _line(b, "components:"), "components[0].fixed_in")]
+    assert "a says the same fix (https://github.com/flashinfer-ai/flashinfer/pull/4165) first shipped in 0.6.18" \
+        in problems[0].message
+
+
+def test_kb055_seed_claim_cannot_be_confirmed(tmp_path):
+    _cell(tmp_path, "a", "claims: [{says: Fixed by PR 54013., source: seed, as_of: 2026-10, confirmed: true}]\n")
+    assert [(code, loc) for _, code, _, loc in _found(tmp_path)] == [("KB055", "claims[0].confirmed")]
 
 
 def test_kb046_todo_is_reported_even_in_an_invalid_entry(tmp_path):

@@ -309,7 +309,8 @@ def test_pointer_pages_are_small_and_point_at_their_cell(synthetic):
     for page in pointers:
         (owner,) = site.owners[page.title]
         e = owner.entry
-        assert f'<h1 class="kb-literal">' in page.body
+        kind = next(s.kind for s in e.signatures if s.text == page.title)
+        assert f'<h1 class="{"kb-symptom" if kind == "symptom" else "kb-literal"}">' in page.body
         assert posixpath.relpath(site.url(owner), page.url) + "/" in page.body
         assert "Why it happens" not in page.body and "<table" not in page.body and "<svg" not in page.body
         # the summary's first sentence, and the fix and workaround lines when they are short

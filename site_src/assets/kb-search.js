@@ -1,28 +1,50 @@
-// The header search box. Pagefind finds candidate pages; this script then puts first the page
-// whose literal error string equals, or contains, what was typed, so that a pasted error line
-// (quoted or not) lands on its own cell. Results are built as DOM text: nothing from the index
-// is inserted as HTML except Pagefind's <mark> highlights, rebuilt node by node.
+// The header search box. A pasted line is first normalised as the triage page normalises it
+// (kb-normalise.js running the rules of kb/normalise.py), then search-only rules take off what
+// varies around a literal (log prefixes, Xid prefixes, temporary file names) and numbers are
+// masked. Two searches run side by side:
+// - the literal strings of every cell (search/literals.json) are scored against the query, word
+//   by word, forgiving a typo per word, a cut first or last word and changed numbers;
+// - Pagefind searches the page text (summaries, mechanisms), which the literals do not hold.
+// Strong literal matches come first, then Pagefind's results, then weaker literal matches.
+// Results are built as DOM text: nothing from the index is inserted as HTML except Pagefind's
+// <mark> highlights, rebuilt node by node.
 (function () {
   "use strict";
   var root = document.getElementById("kb-search");
   if (!root) return;
   var bundle = new URL(root.getAttribute("data-bundle"), document.baseURI).href;
+  var siteRoot = new URL("..", bundle);
+  var literalsUrl = new URL("search/literals.json", siteRoot).href;
+  var triageUrl = new URL("triage/", siteRoot).href;
   var input = root.querySelector("input[type=search]");
   var list = root.querySelector(".kb-search__results");
   var status = root.querySelector(".kb-search__status");
   var selects = root.querySelectorAll("select[data-filter]");
   var pagefind = null;
+  var literals = null;
   var generation = 0;
-  var CANDIDATES = 10;
+  var CANDIDATES = 10; // Pagefind results whose data is loaded
+  var SHOWN = 10;
+  var STRONG = 0.6; // a literal scoring this much is put before Pagefind's results
+  var WEAK = 0.4; // below this a literal is not shown at all
+  var MAX_TOKENS = 80; // words of a pasted line looked at
+  var CARRIED = 8000; // characters carried over to the triage page
 
-  function normalise(text) {
-    return text.replace(/^[\s"'\u201c\u201d`]+|[\s"'\u201c\u201d`]+$/g, "").replace(/\s+/g, " ").toLowerCase();
+  list.id = list.id || "kb-search-results";
+  list.setAttribute("role", "listbox");
+  input.setAttribute("role", "combobox");
+  input.setAttribute("aria-controls", list.id);
+  input.setAttribute("aria-autocomplete", "list");
+  input.setAttribute("aria-expanded", "false");
+
+  function trim(text) {
+    return text.replace(/^[\s"'\u201c\u201d`]+|[\s"'\u201c\u201d`]+$/g, "").replace(/\s+/g, " ");
   }
 
   function load() {
     if (!pagefind) {
       pagefind = import(bundle + "pagefind.js").then(function (module) {
-        return module.options({ baseUrl: new URL("..", bundle).pathname }).then(function () {
+        return module.options({ baseUrl: siteRoot.pathname }).then(function () {
           return module;
         });
       });
@@ -30,15 +52,209 @@
     return pagefind;
   }
 
+  // ---- The literal strings, prepared once -------------------------------------------------
+
+  function weight(token) { return 1 + Math.min(token.length, 12); }
+
+  function tokens(masked) {
+    return masked.split(/[^a-z0-9]+/).filter(Boolean);
+  }
+
+  function loadLiterals() {
+    if (!literals) {
+      literals = fetch(literalsUrl).then(function (r) {
+        if (!r.ok) throw new Error("literals.json: HTTP " + r.status);
+        return r.json();
+      }).then(function (data) {
+        var rules = kbNormalise.compile(data.normalise.concat(data.search));
+        var mask = kbNormalise.compile(data.mask);
+        var index = { rules: rules, mask: mask, passes: data.passes, filters: data.filters, pages: [],
+                      strings: [], vocab: [], ids: new Map(), postings: [], memo: new Map() };
+        data.pages.forEach(function (page, p) {
+          page.href = new URL(page.url, siteRoot).pathname;
+          page.title = page.title || page.literals[0];
+          index.pages.push(page);
+          page.literals.forEach(function (text) {
+            var form = prepare(index, text);
+            var ids = [];
+            form.tokens.forEach(function (t) {
+              var id = index.ids.get(t);
+              if (id === undefined) {
+                id = index.vocab.length;
+                index.ids.set(t, id);
+                index.vocab.push(t);
+                index.postings.push([]);
+              }
+              if (ids.indexOf(id) < 0) ids.push(id);
+            });
+            var s = index.strings.length;
+            ids.forEach(function (id) { index.postings[id].push(s); });
+            var total = 0;
+            ids.forEach(function (id) { total += weight(index.vocab[id]); });
+            index.strings.push({ page: p, text: text, normal: form.normal, masked: form.masked, ids: ids,
+                                 total: total, numbers: form.numbers });
+          });
+        });
+        return index;
+      });
+    }
+    return literals;
+  }
+
+  // The comparable forms of a line: normalised (shared rules, then the search-only ones), and
+  // masked (numbers replaced), with the masked form's words and the numbers it lost.
+  function prepare(index, text) {
+    var normal = kbNormalise.normalise(index.rules, index.passes, trim(text));
+    var masked = kbNormalise.normalise(index.mask, 1, normal);
+    return { normal: normal, masked: masked, tokens: tokens(masked), numbers: normal.match(/[0-9]+/g) || [] };
+  }
+
+  // Optimal string alignment distance (a swap of neighbours is one edit), or max + 1 beyond max.
+  function distance(a, b, max) {
+    if (Math.abs(a.length - b.length) > max) return max + 1;
+    var before = null, prev = [], cur, i, j;
+    for (j = 0; j <= b.length; j++) prev.push(j);
+    for (i = 1; i <= a.length; i++) {
+      cur = [i];
+      var low = i;
+      for (j = 1; j <= b.length; j++) {
+        var v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+        if (before && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, before[j - 2] + 1);
+        cur.push(v);
+        if (v < low) low = v;
+      }
+      if (low > max) return max + 1;
+      before = prev;
+      prev = cur;
+    }
+    return prev[b.length];
+  }
+
+  // How well query word `q` stands for literal word `t` (0..1). A typo per 4 letters, at most
+  // two, is forgiven in words of 4 letters or more; the first and last words of a query may be
+  // cut (a partial copy), so they may be the end or the start of a word.
+  function similarity(q, t, cutStart, cutEnd) {
+    if (q === t) return 1;
+    var best = 0;
+    if (q.length >= 2 && t.length > q.length) {
+      var part = 0.6 + 0.35 * q.length / t.length;
+      if (cutEnd && t.lastIndexOf(q, 0) === 0) best = part;
+      if (cutStart && t.indexOf(q, t.length - q.length) >= 0) best = Math.max(best, part);
+    }
+    var allowed = q.length < 4 ? 0 : q.length < 8 ? 1 : 2;
+    if (allowed) {
+      var d = distance(q, t, allowed);
+      if (d <= allowed) best = Math.max(best, 1 - 0.6 * d / Math.max(q.length, t.length));
+    }
+    return best;
+  }
+
+  // literal-word id -> similarity, for one query word (kept for the next keystrokes).
+  function matches(index, q, cutStart, cutEnd) {
+    var key = (cutStart ? "<" : "") + q + (cutEnd ? ">" : "");
+    var found = index.memo.get(key);
+    if (found) return found;
+    found = new Map();
+    var exact = index.ids.get(q);
+    if (exact !== undefined) found.set(exact, 1);
+    if (q.length >= 2) {
+      index.vocab.forEach(function (t, id) {
+        if (id === exact) return;
+        var s = similarity(q, t, cutStart, cutEnd);
+        if (s > 0) found.set(id, s);
+      });
+    }
+    if (index.memo.size > 2000) index.memo.clear();
+    index.memo.set(key, found);
+    return found;
+  }
+
+  // Every page whose literal strings resemble the query, with its best literal and score.
+  function scoreLiterals(index, raw, chosen) {
+    var query = prepare(index, raw);
+    var words = query.tokens.slice(0, MAX_TOKENS);
+    if (!words.length) return [];
+    var cutStart = /^[a-z0-9]/.test(query.masked);
+    var cutEnd = /[a-z0-9]$/.test(query.masked);
+    var seen = {};
+    var terms = [];
+    words.forEach(function (w, i) {
+      var edgeStart = cutStart && i === 0, edgeEnd = cutEnd && i === words.length - 1;
+      var key = w + (edgeStart ? "<" : "") + (edgeEnd ? ">" : "");
+      if (seen[key]) return;
+      seen[key] = true;
+      terms.push({ weight: weight(w), sims: matches(index, w, edgeStart, edgeEnd) });
+    });
+    var queryTotal = 0;
+    terms.forEach(function (term) { queryTotal += term.weight; });
+    var candidates = new Set();
+    terms.forEach(function (term) {
+      term.sims.forEach(function (_, id) { index.postings[id].forEach(function (s) { candidates.add(s); }); });
+    });
+    var keys = Object.keys(chosen);
+    var best = new Map();
+    candidates.forEach(function (s) {
+      var lit = index.strings[s];
+      var page = index.pages[lit.page];
+      if (keys.length && !keys.every(function (k) {
+        return page.filters.some(function (f) { return index.filters[f] === k + ":" + chosen[k]; });
+      })) return;
+      var covered = 0;
+      var byLiteralWord = new Map();
+      terms.forEach(function (term) {
+        var top = 0;
+        lit.ids.forEach(function (id) {
+          var v = term.sims.get(id) || 0;
+          if (v > top) top = v;
+          if (v > (byLiteralWord.get(id) || 0)) byLiteralWord.set(id, v);
+        });
+        covered += term.weight * top;
+      });
+      var back = 0;
+      byLiteralWord.forEach(function (v, id) { back += weight(index.vocab[id]) * v; });
+      var q = covered / queryTotal, l = lit.total ? back / lit.total : 0;
+      var score = Math.max(q * (0.7 + 0.3 * l), l * (0.7 + 0.3 * q));
+      // Word order counts too: a query held whole in the literal (a partial copy), or a literal
+      // held whole in the query (a longer pasted line), the more so the more of it it is.
+      if (query.masked.length >= 4 && lit.masked.indexOf(query.masked) >= 0) {
+        score += 0.15;
+      } else if (lit.masked.length >= 4 && query.masked.indexOf(lit.masked) >= 0) {
+        score += 0.15 * lit.masked.length / query.masked.length;
+      }
+      if (query.masked === lit.masked) score += 0.5;
+      if (query.normal === lit.normal) score += 1;
+      score += 0.1 * shared(query.numbers, lit.numbers);
+      var held = best.get(lit.page);
+      if (!held || score > held.score) best.set(lit.page, { page: page, literal: lit.text, score: score });
+    });
+    return Array.from(best.values()).filter(function (hit) { return hit.score >= WEAK; })
+      .sort(function (a, b) { return b.score - a.score || a.page.href.localeCompare(b.page.href); });
+  }
+
+  // The share of numbers two lines have in common (0 when neither has any).
+  function shared(a, b) {
+    if (!a.length || !b.length) return 0;
+    var left = b.slice(), common = 0;
+    a.forEach(function (n) {
+      var at = left.indexOf(n);
+      if (at >= 0) { common++; left.splice(at, 1); }
+    });
+    return common / Math.max(a.length, b.length);
+  }
+
+  // ---- Pagefind's own ranking, for its results --------------------------------------------
+
   function tier(query, data) {
-    var title = normalise(data.meta.title || "");
+    var title = trim(data.meta.title || "").toLowerCase();
     if (title === query) return 3;
     var signatures = Object.keys(data.meta).filter(function (k) { return /^sig\d+$/.test(k); })
-      .map(function (k) { return normalise(data.meta[k]); });
+      .map(function (k) { return trim(data.meta[k]).toLowerCase(); });
     if (signatures.indexOf(query) >= 0) return 2;
     if (title.indexOf(query) >= 0 || signatures.some(function (s) { return s.indexOf(query) >= 0; })) return 1;
     return 0;
   }
+
+  // ---- Rendering ----------------------------------------------------------------------------
 
   function excerpt(html) {
     var out = document.createElement("p");
@@ -62,74 +278,224 @@
     return chosen;
   }
 
-  function render(query, results, shown) {
+  var active = -1;
+
+  function links() { return list.querySelectorAll(".kb-search__link"); }
+
+  function setActive(i) {
+    var items = list.children;
+    active = Math.max(-1, Math.min(i, items.length - 1));
+    Array.prototype.forEach.call(items, function (li, j) {
+      li.setAttribute("aria-selected", j === active ? "true" : "false");
+    });
+    if (active >= 0) {
+      input.setAttribute("aria-activedescendant", items[active].id);
+      items[active].scrollIntoView({ block: "nearest" });
+    } else {
+      input.removeAttribute("aria-activedescendant");
+    }
+  }
+
+  function triageLink(raw) {
+    var a = document.createElement("a");
+    a.className = "kb-search__triage";
+    // The text goes in the fragment, which browsers never send to a server (nor in Referer).
+    a.href = triageUrl + "#log=" + encodeURIComponent(raw.slice(0, CARRIED));
+    a.textContent = "Try the triage page with this text";
+    return a;
+  }
+
+  function render(raw, items, total, close) {
     list.textContent = "";
-    results.forEach(function (item) {
+    items.forEach(function (item, i) {
       var li = document.createElement("li");
+      li.id = "kb-search-option-" + i;
+      li.setAttribute("role", "option");
       var a = document.createElement("a");
       a.className = "kb-search__link";
-      a.href = item.data.url;
-      a.textContent = item.data.meta.title || item.data.url;
+      a.href = item.href;
+      a.textContent = item.title;
+      a.tabIndex = -1;
       li.appendChild(a);
-      if (item.data.meta.cell) {
+      if (item.cell) {
         var cell = document.createElement("span");
         cell.className = "kb-search__cell";
-        cell.textContent = item.data.meta.cell;
+        cell.textContent = item.cell;
         li.appendChild(cell);
       }
-      li.appendChild(excerpt(item.data.excerpt || ""));
+      if (item.excerpt !== null) {
+        li.appendChild(excerpt(item.excerpt));
+      } else {
+        var literal = document.createElement("p");
+        literal.className = "kb-search__excerpt kb-search__literal";
+        literal.textContent = item.literal;
+        li.appendChild(literal);
+      }
+      li.addEventListener("mousedown", function (event) { if (event.target === li) event.preventDefault(); });
       list.appendChild(li);
     });
-    status.textContent = results.length
-      ? shown + " result" + (shown === 1 ? "" : "s") + " for \u201c" + query + "\u201d"
-      : "No results for \u201c" + query + "\u201d";
-    root.setAttribute("data-done-query", query);
+    status.textContent = "";
+    if (items.length) {
+      status.textContent = total + " result" + (total === 1 ? "" : "s") + " for \u201c" + raw + "\u201d"
+        + (close ? " (closest literal strings)" : "");
+    } else {
+      status.textContent = "No results for \u201c" + raw + "\u201d. ";
+      status.appendChild(triageLink(raw));
+    }
+    input.setAttribute("aria-expanded", items.length ? "true" : "false");
+    setActive(-1);
+    root.setAttribute("data-done-query", raw);
   }
+
+  function close() {
+    generation++;
+    clearTimeout(timer);
+    timer = null;
+    list.textContent = "";
+    status.textContent = "";
+    input.setAttribute("aria-expanded", "false");
+    setActive(-1);
+    root.removeAttribute("data-done-query");
+  }
+
+  // Strong literal matches, then Pagefind's results (its own order, literal strings that equal
+  // or hold the query first), then weaker literal matches; each page once.
+  function merge(query, local, datas) {
+    var out = [], byHref = {};
+    var found = datas.map(function (data, i) {
+      return { data: data, order: i, tier: query ? tier(query, data) : 0 };
+    }).sort(function (a, b) { return b.tier - a.tier || a.order - b.order; });
+    found.forEach(function (f) { byHref[new URL(f.data.url, siteRoot).pathname] = f.data; });
+    function add(href, item) {
+      if (out.some(function (o) { return o.href === href; })) return;
+      out.push(item);
+    }
+    function fromLocal(hit) {
+      var data = byHref[hit.page.href];
+      return { href: hit.page.href, title: hit.page.title, cell: hit.page.cell, literal: hit.literal,
+               excerpt: data ? data.excerpt || "" : null };
+    }
+    local.filter(function (h) { return h.score >= STRONG; }).forEach(function (h) { add(h.page.href, fromLocal(h)); });
+    found.forEach(function (f) {
+      var href = new URL(f.data.url, siteRoot).pathname;
+      add(href, { href: href, title: f.data.meta.title || f.data.url, cell: f.data.meta.cell || "",
+                  excerpt: f.data.excerpt || "" });
+    });
+    local.filter(function (h) { return h.score < STRONG; }).forEach(function (h) { add(h.page.href, fromLocal(h)); });
+    return out;
+  }
+
+  var openWhenDone = false;
+  var timer = null;
 
   function run() {
     var raw = input.value;
-    var query = normalise(raw);
+    var shown = raw.trim();
+    var query = trim(raw).toLowerCase();
     var chosen = filters();
     var mine = ++generation;
     root.removeAttribute("data-done-query");
     if (!query && !Object.keys(chosen).length) {
-      list.textContent = "";
-      status.textContent = "";
+      openWhenDone = false;
+      close();
       return;
     }
     status.textContent = "Searching\u2026";
-    load().then(function (pf) {
-      // Pagefind is given the words only: punctuation inside pasted lines (`=`, `::`, `>=`)
-      // splits its tokens unpredictably; the exact text decides the order below.
-      var words = query.replace(/[^\p{L}\p{N}_.\s]+/gu, " ").replace(/\s+/g, " ").trim();
+    var local = query ? loadLiterals().then(function (index) {
+      return { index: index, hits: scoreLiterals(index, raw, chosen) };
+    }).catch(function (error) {
+      if (window.console) console.warn("kb search: literal strings unavailable: " + error);
+      return { index: null, hits: [] };
+    }) : Promise.resolve({ index: null, hits: [] });
+    var pages = Promise.all([load(), local]).then(function (both) {
+      var pf = both[0], index = both[1].index;
+      // Pagefind is given the words of the normalised line: punctuation (`=`, `::`, `>=`) splits
+      // its tokens unpredictably, and the words the rules write in (`n`, `pkgs`, `#`) are in no page.
+      var text = index ? kbNormalise.normalise(index.rules, index.passes, shown) : query;
+      var words = text.replace(/[^\p{L}\p{N}_.\s]+/gu, " ").split(/\s+/)
+        .filter(function (w) { return w && !/^(?:n|pkgs|#)$/.test(w); }).join(" ");
       return pf.search(words || null, { filters: chosen });
     }).then(function (search) {
       var top = search.results.slice(0, CANDIDATES);
       return Promise.all(top.map(function (r) { return r.data(); })).then(function (datas) {
         return { total: search.results.length, datas: datas };
       });
-    }).then(function (found) {
+    });
+    Promise.all([pages, local]).then(function (both) {
       if (mine !== generation) return;
-      var ranked = found.datas.map(function (data, i) {
-        return { data: data, order: i, tier: query ? tier(query, data) : 0 };
-      }).sort(function (a, b) { return b.tier - a.tier || a.order - b.order; });
-      render(raw.trim(), ranked, found.total);
+      var found = both[0], hits = both[1].hits;
+      var items = merge(query, hits, found.datas);
+      var extra = Math.max(0, found.total - found.datas.length);
+      var strong = hits.some(function (h) { return h.score >= STRONG; });
+      render(shown, items.slice(0, SHOWN), items.length + extra, !found.datas.length && !strong && items.length > 0);
+      if (openWhenDone) {
+        openWhenDone = false;
+        open(0);
+      }
     }).catch(function (error) {
       if (mine !== generation) return;
+      openWhenDone = false;
       status.textContent = "Search is unavailable: " + error;
     });
   }
 
-  var timer = null;
+  function open(i) {
+    var all = links();
+    if (all[i]) window.location.assign(all[i].href);
+  }
+
   input.addEventListener("input", function () {
     clearTimeout(timer);
-    timer = setTimeout(run, 120);
+    timer = setTimeout(function () { timer = null; run(); }, 120);
   });
   selects.forEach(function (s) { s.addEventListener("change", run); });
-  root.addEventListener("submit", function (event) { event.preventDefault(); run(); });
+  root.addEventListener("submit", function (event) { event.preventDefault(); });
 
-  // Fill the filter menus from the index, on first use.
+  // Enter opens the chosen result (the first unless the arrows chose another), once the results
+  // for what is typed are there; arrows move through the results; Escape closes them.
+  input.addEventListener("keydown", function (event) {
+    if (event.isComposing) return;
+    var done = root.getAttribute("data-done-query");
+    var current = done !== null && done === input.value.trim() && timer === null;
+    if (event.key === "Enter") {
+      event.preventDefault();
+      if (current && links().length) {
+        open(Math.max(active, 0));
+      } else if (trim(input.value)) {
+        clearTimeout(timer);
+        timer = null;
+        openWhenDone = true;
+        run();
+      }
+    } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      if (!list.children.length) {
+        if (event.key === "ArrowDown" && trim(input.value)) { event.preventDefault(); run(); }
+        return;
+      }
+      event.preventDefault();
+      setActive(active + (event.key === "ArrowDown" ? 1 : -1));
+    } else if (event.key === "Escape") {
+      if (list.children.length || status.textContent) {
+        event.preventDefault(); // and keep the text: Chromium would clear a search field
+        openWhenDone = false;
+        close();
+      }
+    }
+  });
+
+  // `/` anywhere but in a field puts the cursor in the search box.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+    var target = event.target;
+    if (target && (target.isContentEditable || /^(?:input|textarea|select)$/i.test(target.nodeName))) return;
+    event.preventDefault();
+    input.focus();
+    input.select();
+  });
+
+  // Fill the filter menus from the index, and fetch the literal strings, on first use.
   input.addEventListener("focus", function () {
+    loadLiterals().catch(function () {});
     load().then(function (pf) { return pf.filters(); }).then(function (available) {
       selects.forEach(function (s) {
         if (s.options.length > 1) return;

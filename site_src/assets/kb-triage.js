@@ -1,6 +1,7 @@
 // Log triage in the browser: the same rules as `kb match` (exported to triage/patterns.json),
 // applied line by line. Candidate lines are those containing a rule's anchor word; they are
-// normalised with the shared rules, then tested against the compiled signature patterns.
+// normalised with the shared rules (kb-normalise.js, which the search box runs too), then tested
+// against the compiled signature patterns.
 (function () {
   "use strict";
   var form = document.getElementById("kb-triage");
@@ -20,7 +21,7 @@
         if (!r.ok) throw new Error("patterns.json: HTTP " + r.status);
         return r.json();
       }).then(function (data) {
-        var normalise = data.normalise.map(function (n) { return [new RegExp(n.pattern, "g"), n.replacement]; });
+        var normalise = kbNormalise.compile(data.normalise);
         var byAnchor = {};
         data.rules.forEach(function (rule) {
           rule.regex = new RegExp(rule.source);
@@ -35,15 +36,7 @@
   }
 
   function normalise(e, line) {
-    // The rules run again until the line stops changing, as in kb/normalise.py.
-    var text = line.toLowerCase();
-    for (var pass = 0; pass < e.passes; pass++) {
-      var before = text;
-      e.normalise.forEach(function (pair) { text = text.replace(pair[0], pair[1]); });
-      text = text.trim();
-      if (text === before) break;
-    }
-    return text;
+    return kbNormalise.normalise(e.normalise, e.passes, line);  // shared with the search box
   }
 
   function match(e, text) {
@@ -157,4 +150,13 @@
     var dropped = event.dataTransfer.files[0];
     if (dropped) dropped.text().then(function (text) { log.value = text; run(text); });
   });
+
+  // The search box's "no results" link carries its text in the fragment (`#log=...`), which no
+  // server sees; it is read once, then removed from the address and the history entry.
+  var carried = /^#log=/.test(location.hash) ? location.hash.slice(5) : null;
+  if (carried !== null) {
+    try { carried = decodeURIComponent(carried); } catch (error) { carried = null; }
+    history.replaceState(null, "", location.pathname + location.search);
+    if (carried) { log.value = carried; run(carried); }
+  }
 })();
