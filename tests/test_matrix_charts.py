@@ -234,7 +234,7 @@ def test_matrix_page_in_chromium(live_site, page):
                 assert status == facets.STATUS_NAMES[item.get_attribute("data-status")] in status_names
                 assert status in item.inner_text()
         # a grid cell links to a cell page that exists and is that cell
-        link = filled.first.locator("li.kb-matrix__item").first
+        link = filled.locator("li.kb-matrix__item").first  # the first grid cell that lists its cells
         cell = site.by_id[link.get_attribute("data-cell")]
         href = link.locator("a").get_attribute("href")
         assert posixpath.normpath(posixpath.join(matrix.URL, href)) + "/" == site.url(cell)

@@ -586,3 +586,12 @@ def test_a_failed_run_keeps_the_etag_cache(github, entries, capsys):
     github.routes[ISSUE] = Reply({"message": "Bad credentials"}, 401)
     assert run(github, entries, capsys=capsys)[0] == 2
     assert json.loads(cache_path.read_text(encoding="utf-8")) == before
+
+
+def test_an_answer_unused_for_long_leaves_the_cache(github, entries, capsys):
+    cache_path = entries.parent / "etags.json"
+    old = {"etag": 'W/"old"', "body": {"state": "open"}, "used": "2001-01-01"}
+    cache_path.write_text(json.dumps({github.url + "/repos/o/r/issues/1": old}), encoding="utf-8")
+    github.routes = open_routes()
+    run(github, entries, capsys=capsys)
+    assert github.url + "/repos/o/r/issues/1" not in json.loads(cache_path.read_text(encoding="utf-8"))
