@@ -17,7 +17,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb import search
+from kb import search, shell
 from kb.origin import origin_repo
 from kb.generate import GenerateError, generate
 
@@ -43,7 +43,13 @@ def on_config(config):
                              repo_url=extra["kb_repo_url"])
     except GenerateError as exc:
         raise PluginError(str(exc)) from exc
-    _state.update(generated=generated, pages={p.src: p for p in generated.pages})
+    # Pages under e/ share the theme's chrome: the theme renders one stand-in per kind of shell and
+    # on_post_build fills it for each page (kb.shell); the others go through the theme one by one.
+    rendered, filled = shell.without(generated.pages) if extra.get("kb_shells", True) else (generated.pages, [])
+    stand_ins = {kind: shell.stand_in(kind) for kind in sorted({shell.kind_of(p) for p in filled})}
+    _state.update(generated=generated, filled=filled, stand_ins={p.src: kind for kind, p in stand_ins.items()},
+                  shells={}, pages={p.src: p for p in rendered + list(stand_ins.values())})
+    extra["kb_sitemap"] = [(p.url, p.updated) for p in filled]
     # mkdocs stamps sitemap.xml.gz and page dates with the build time unless told otherwise:
     # use the newest record date, so two builds of one commit give the same bytes.
     newest = max((p.updated for p in generated.pages if p.updated), default="2026-01-01")
@@ -87,7 +93,23 @@ def on_page_content(html, page, config, files):
     return generated.body if generated is not None else html
 
 
+def on_post_page(output, page, config):
+    kind = _state["stand_ins"].get(page.file.src_uri)
+    if kind is not None:
+        _state["shells"][kind] = shell.Shell(output)
+    return output
+
+
 def on_post_build(config):
+    site_dir = Path(config["site_dir"])
+    for src in _state["stand_ins"]:
+        stand_in = _state["pages"][src]
+        (site_dir / stand_in.url / "index.html").unlink()
+        (site_dir / stand_in.url).rmdir()
+    for page in _state["filled"]:
+        folder = site_dir / page.url
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "index.html").write_text(_state["shells"][shell.kind_of(page)].fill(page), encoding="utf-8")
     started = time.perf_counter()
     try:
         summary = search.build_index(Path(config["site_dir"]))

@@ -67,7 +67,8 @@ def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
 
 
 def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml", site_url: str | None = None,
-          lock: Path | None = None, redirects: Path | None = None, repo_url: str | None = None) -> int:
+          lock: Path | None = None, redirects: Path | None = None, repo_url: str | None = None,
+          shells: bool = True) -> int:
     """Check `entries` and build the site into `site_dir`. The URL lock and redirects of the
     config guard its own entries folder; another folder is built without them unless given."""
     from mkdocs.exceptions import MkDocsException
@@ -93,7 +94,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
         staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read the site
         try:
-            _render(staging, entries, config_file, site_url, lock, redirects, result, repo_url)
+            _render(staging, entries, config_file, site_url, lock, redirects, result, repo_url, shells)
             (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         except (MkDocsException, SystemExit) as exc:
             shutil.rmtree(staging, ignore_errors=True)
@@ -109,7 +110,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
 
 
 def _render(staging: Path, entries: Path, config_file: Path, site_url: str | None, lock: Path | None,
-            redirects: Path | None, checked: lint.Result, repo_url: str | None = None) -> None:
+            redirects: Path | None, checked: lint.Result, repo_url: str | None = None, shells: bool = True) -> None:
     """Runs mkdocs (with the kb hook and the search index) into `staging`. What the hook needs
     travels in this build's config (`extra`), never in the environment."""
     from mkdocs.commands.build import build as mkdocs_build
@@ -133,6 +134,7 @@ def _render(staging: Path, entries: Path, config_file: Path, site_url: str | Non
             if given is not None or not own:
                 extra[key] = str(given) if given is not None else ""
         extra["kb_checked"] = checked
+        extra["kb_shells"] = shells  # False: every page through the theme (tests compare the two)
         if repo_url is not None:
             extra["kb_repo_url"] = repo_url
         mkdocs_build(config)

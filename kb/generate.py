@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb import export, lint, match, search, urls
+from kb.cache import for_folders
 from kb.catalog import Site
 from kb.page import Page
 from kb.pages import Renderer
@@ -50,10 +51,13 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
         shown = "\n".join(p.format() for p in result.problems[:50])
         raise GenerateError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")
     site = Site(result.cells)
-    renderer = Renderer(site, repo_url)
+    cache = for_folders("render", [entries])
+    renderer = Renderer(site, repo_url, cache)
     by_cell_url = {site.url(c): c for c in site.cells}
     pages = [dataclasses.replace(p, jsonld=export.jsonld(by_cell_url[p.url], site, site_url))
              if p.kind == "cell" else p for p in renderer.all_pages()]
+    if cache is not None:
+        cache.save()
     files = export.files(site, site_url, _facts_schema())
     files["triage/patterns.json"] = json.dumps(match.export(match.rules(result.cells)), indent=1, sort_keys=True,
                                                ensure_ascii=False) + "\n"

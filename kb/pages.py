@@ -16,6 +16,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb import charts, facets, freshness, matrix, prose
+from kb.cache import Cache, code_fingerprint, fingerprint
 from kb.rulespage import rules_page
 from kb.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.page import Page
@@ -35,9 +36,25 @@ def first_sentence(text: str) -> str:
     return text[: found.end()] if found else text
 
 
+# What a cell, pointer or disambiguation page depends on besides its cells: this code, the
+# templates, and the packages that turn records into HTML.
+RENDER_MODULES = ["pages", "prose", "charts", "facets", "catalog", "slug", "page", "schema"]
+RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
+
+
+def _templates_fingerprint() -> str:
+    return fingerprint(*[part for path in sorted(TEMPLATES.glob("*.html")) for part in (path.name, path.read_bytes())])
+
+
 class Renderer:
-    def __init__(self, site: Site, repo_url: str | None = None):
+    def __init__(self, site: Site, repo_url: str | None = None, cache: Cache | None = None):
+        """`cache` (kb.cache) keeps the pages of cells: a page is rendered again only when
+        something it shows changed (its cells, the titles and URLs of the cells it links to,
+        the templates, this code)."""
         self.site = site
+        self.cache = cache
+        self._code = (fingerprint(code_fingerprint(RENDER_MODULES, RENDER_PACKAGES), _templates_fingerprint(),
+                                  repo_url or "") if cache is not None else "")
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
         self.env.filters["markdown"] = prose.render
@@ -53,13 +70,35 @@ class Renderer:
     def _render(self, template: str, here: str, **context) -> str:
         return self.env.get_template(template).render(here=here, **context)
 
+    def _cached(self, key_parts: list[str], make) -> Page | None:
+        if self.cache is None:
+            return make()
+        key = fingerprint(self._code, *key_parts)
+        page = self.cache.get(key)
+        if page is None:
+            page = make()
+            self.cache.put(key, page)
+        return page
+
+    def _shown(self, cell: Cell) -> str:
+        """A cell as another page shows it: its record, id and URL."""
+        return fingerprint(cell.id, self.site.url(cell), cell.entry.model_dump_json())
+
     def cell(self, cell: Cell) -> Page:
+        related = [self._shown(self.site.by_id[r.id]) for r in cell.entry.related]
+        return self._cached(["cell", self._shown(cell), *related], lambda: self._cell(cell))
+
+    def _cell(self, cell: Cell) -> Page:
         here = self.site.url(cell)
         return Page(here, cell.entry.signatures[0].text, cell.entry.summary,
                     self._render("cell.html", here, cell=cell, e=cell.entry), "cell", cell.entry.updated)
 
     def string_page(self, text: str) -> Page | None:
         """Page of a literal string that is not some cell's first signature (else None)."""
+        return self._cached(["string", text, *[self._shown(c) for c in self.site.owners[text]]],
+                            lambda: self._string_page(text))
+
+    def _string_page(self, text: str) -> Page | None:
         owners = self.site.owners[text]
         here = string_url(text)
         if len(owners) > 1:

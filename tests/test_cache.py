@@ -128,3 +128,44 @@ def test_only_folders_of_this_checkout_are_cached_each_in_its_own_file(tmp_path)
     live = cache_mod.for_folders("check", [ROOT / "kb" / "entries"])
     other = cache_mod.for_folders("check", [ROOT / "tests" / "fixtures" / "site"])
     assert live is not None and other is not None and live.path != other.path
+
+
+def _render(entries, store=None, calls=None):
+    from kb.catalog import Site
+    from kb.pages import Renderer
+
+    renderer = Renderer(Site(lint.check([entries]).cells), "https://github.com/example/kb", store)
+    if calls is not None:
+        plain = renderer._render
+        renderer._render = lambda template, here, **context: calls.append(here) or plain(template, here, **context)
+    pages = renderer.all_pages()
+    if store is not None:
+        store.save()
+    return {p.url: p for p in pages}, renderer.site
+
+
+def test_render_cache_gives_the_same_pages_and_renders_only_what_an_edit_shows(entries, tmp_path):
+    """Warm: no cell, pointer or disambiguation page is rendered again. After one edited title:
+    exactly the pages that show that cell (its page, its pointer pages, the pages of the cells
+    that link to it, a disambiguation page it is on) and the listings, which are not cached."""
+    plain, site = _render(entries)
+    cold_calls, warm_calls = [], []
+    cold, _ = _render(entries, cache_mod.Cache("render", tmp_path / "cache"), cold_calls)
+    warm, _ = _render(entries, cache_mod.Cache("render", tmp_path / "cache"), warm_calls)
+    assert cold == warm == plain
+    cell_pages = {p.url for p in plain.values() if p.kind in ("cell", "pointer", "disambiguation")}
+    assert cell_pages and not cell_pages & set(warm_calls)
+    listings = set(warm_calls)
+
+    edited = next(c for c in site.cells if c.entry.related and len(c.entry.signatures) > 1)
+    path = entries / f"{edited.id}.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace(f"title: {edited.entry.title}",
+                                                            "title: A new title for this cell", 1), encoding="utf-8")
+    calls = []
+    after, site_after = _render(entries, cache_mod.Cache("render", tmp_path / "cache"), calls)
+    assert after == _render(entries)[0]
+    shows = {site.url(edited)} | {site_after.url(c) for c in site_after.cells
+                                  if any(r.id == edited.id for r in c.entry.related)}
+    shows |= {u for u, p in after.items() if p.kind in ("pointer", "disambiguation")
+              and edited.entry.signatures[0].text != p.title and any(s.text == p.title for s in edited.entry.signatures)}
+    assert set(calls) - listings == shows
