@@ -254,11 +254,14 @@ def parser() -> argparse.ArgumentParser:
         "what differs (exit 0 none, 1 some, 2 errors)",
         description="Read the state of each upstream issue and pull-request link from GitHub's REST API "
         "(open, closed, merged, with the date, and for a newly merged pull request the first release that "
-        "contains it) and print one line per link whose record differs. --write records what was read: "
-        "each link's state, and its as_of set to today; nothing else changes. Nothing is written when any "
-        "request fails. Token: GITHUB_TOKEN. Exit 0: nothing differs; 1: some states differ (and, with "
-        "--write, were written); 2: an error.")
-    p.add_argument("--write", action="store_true", help="update state and as_of of the links read, in place")
+        "contains it) and print one line per link whose record differs. It also checks each component's "
+        "fixed_in against its fixed_by pull request: the release's tag exists, contains the merge commit, and "
+        "the final release before it does not; each mismatch is one more line. --write records what was read: "
+        "each link's state, and its as_of set to today; nothing else changes: fixed_in is never written (a "
+        "person decides). Nothing is written when any request fails. Token: GITHUB_TOKEN. Exit 0: nothing "
+        "differs; 1: some states or fixed_in differ (and, with --write, the states were written); 2: an error.")
+    p.add_argument("--write", action="store_true", help="update state and as_of of the links read, in place "
+                   "(never fixed_in, versions or prose)")
     p.add_argument("--only", nargs="+", metavar="ID", help="refresh only these cells")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--api-url", help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")

@@ -16,9 +16,29 @@ not change state and are not read):
   tried. The compare asks for `per_page=1&page=2`: GitHub sends the list of changed files only with
   page 1, so the answer stays small however far apart the two commits are.
 
+What is checked, for each component with `fixed_by` (a pull request) and `fixed_in` (a version):
+that `fixed_in` is the first release containing the fix. The pull request must be merged, and
+(a) a tag for the version must exist in the pull request's repository, spelled `v0.6.18` or
+`0.6.18` for version 0.6.18 (and first `sgl-kernel-v0.3.1` or `sgl-kernel-0.3.1` for a package not
+named like its repository, sgl-kernel in sgl-project/sglang): a release in the same listing (any
+non-draft release whose tag reads as that version), else `GET .../git/ref/tags/{tag}` for each
+spelling in turn, a 404 meaning no such tag; (b) that tag must contain the merge commit (the
+compare above); (c) the final release before it must not: the final releases of the listing in the
+same spelling (no drafts, no pre-releases, no local versions), ordered by version, are walked down
+from the one before `fixed_in` while they contain the commit, to name the first that does. When
+(b) fails the walk goes up instead, to name the first release that contains it. A mismatch is
+printed as a difference (`cell: components[0].fixed_in 0.6.18.post1: the first release containing
+<PR> is v0.6.18`); `--write` never changes `fixed_in`, a person decides. The walk sees only the
+listing: a previous release that is a tag without a GitHub release, or older than the
+RELEASES_PAGE newest releases, is not compared, and a history of branches is read as if linear.
+
 Request budget: one request per distinct issue or pull-request URL (a URL that several cells
 link is read once), plus, for each pull request newly merged, one releases listing per repository
-and at most MAX_COMPARES compares; never more than `--max-requests` in all. Nothing is retried.
+and at most MAX_COMPARES compares; plus, for each distinct (fixed_by, fixed_in, package), the pull
+request when no link reads it, the releases listing (shared, once per repository), at most two
+`git/ref` lookups per spelling series tried (only when the listing lacks the version; so two, or
+four for a package not named like its repository) and at most MAX_COMPARES compares. No URL is
+requested twice in a run; never more than `--max-requests` in all. Nothing is retried.
 
 Every request has a timeout and carries an ETag from the last answer to the same URL
 (`If-None-Match`): a 304 reuses the stored answer, and does not count against GitHub's rate limit.
@@ -32,11 +52,12 @@ Answers are not trusted: at most MAX_BODY bytes, JSON of the documented shape, s
 documented vocabulary, timestamps that are real dates, tag names that are plain refnames. What is
 written is chosen here (one of the schema's link states, today's date), never copied.
 
-Exit status: 0 when every state read matches its record, 1 when some differ (with `--write`: and
-were written), 2 on any error, in which case nothing is written. With `--write`, each link read
-gets `as_of` = today (the day its state was read) and its `state` when it differs; nothing else
-in the file changes, comments and layout included (a ruamel.yaml round trip, checked line by
-line), and each file is replaced atomically.
+Exit status: 0 when every state read matches its record and every fixed_in checked is right, 1
+when some differ (with `--write`: the states were written, fixed_in never is), 2 on any error, in
+which case nothing is written. With `--write`, each link read gets `as_of` = today (the day its
+state was read) and its `state` when it differs; nothing else in the file changes, comments and
+layout included (a ruamel.yaml round trip, checked line by line), and each file is replaced
+atomically.
 """
 
 from __future__ import annotations
@@ -87,7 +108,8 @@ _ETAG = re.compile(r'(W/)?"[\x21\x23-\x7e]{1,200}"')
 KEEP = {"issues": ("number", "state", "closed_at"),
         "pulls": ("number", "state", "closed_at", "merged", "merged_at", "merge_commit_sha"),
         "releases": ("tag_name", "draft", "prerelease", "published_at"),
-        "compare": ("status",)}
+        "compare": ("status",),
+        "ref": ("ref", "object")}
 _URL = re.compile(r"https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/(issues|pull)/([0-9]{1,9})(#.*)?")
 
 
@@ -119,12 +141,37 @@ class Link:
 
 
 @dataclass
+class Fix:
+    """A component that names its fix pull request and the first release said to contain it."""
+
+    cell: str
+    path: Path
+    index: int
+    package: str
+    pull: str  # fixed_by
+    version: str  # fixed_in
+    line: int  # of fixed_in
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.pull, self.version, self.package
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}: components[{self.index}].fixed_in {self.version}"
+
+    def difference(self, problem: str) -> str:
+        return f"{self.cell}: components[{self.index}].fixed_in {self.version}: {problem}"
+
+
+@dataclass
 class Record:
     id: str
     path: Path
     raw: bytes
     loaded: load.Loaded
     links: list[Link]
+    fixes: list[Fix] = field(default_factory=list)
 
 
 def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str]]:
@@ -133,6 +180,7 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
     from pydantic import ValidationError
 
     from kb.lint import entry_files
+    from kb.schema import Component as ComponentModel
     from kb.schema import Link as LinkModel
 
     errors: list[str] = []
@@ -164,7 +212,21 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
             if link.kind in READ_KINDS:
                 links.append(Link(cell, path, i, link.kind, link.url, link.state, link.as_of,
                                   loaded.line_of(("upstream", i, "url"))))
-        records.append(Record(cell, path, raw, loaded, links))
+        fixes = []
+        components = loaded.data.get("components")
+        for i, item in enumerate(components if isinstance(components, list) else []):
+            if not (isinstance(item, dict) and item.get("fixed_by") and item.get("fixed_in")):
+                continue
+            try:
+                component = ComponentModel.model_validate(item)
+            except ValidationError as exc:
+                where = loaded.line_of(("components", i))
+                errors.append(f"{path}:{where}: components[{i}]: not a valid component ({exc.error_count()} "
+                              "problem(s); run `kb check`)")
+                continue
+            fixes.append(Fix(cell, path, i, component.package, component.fixed_by, component.fixed_in,
+                             loaded.line_of(("components", i, "fixed_in"))))
+        records.append(Record(cell, path, raw, loaded, links, fixes))
     return records, errors
 
 
@@ -264,24 +326,88 @@ def _final(tag: str) -> bool:
     return not (version.is_prerelease or version.is_devrelease)
 
 
-def releases(data) -> list[tuple[dt.datetime, str]]:
-    """(published_at, tag_name) of the published final releases of a `GET .../releases` page."""
+@dataclass(frozen=True)
+class Release:
+    """One release of a `GET .../releases` page, as read."""
+
+    tag: str
+    draft: bool
+    prerelease: bool  # GitHub's flag
+    published: dt.datetime | None
+
+    @property
+    def final(self) -> bool:
+        """Published, neither a draft nor a pre-release (GitHub's flag, or a PEP 440 pre- or dev-release tag)."""
+        return not (self.draft or self.prerelease) and self.published is not None and _final(self.tag)
+
+
+
+def _tag_name(tag) -> bool:
+    """A plain refname that git would accept as a tag."""
+    return (isinstance(tag, str) and bool(_TAG.fullmatch(tag)) and ".." not in tag
+            and not tag.endswith((".lock", "/", ".")))
+
+
+def releases(data) -> list[Release]:
+    """The releases of a `GET .../releases` page, newest first as GitHub lists them."""
     if not isinstance(data, list) or len(data) > RELEASES_PAGE:
         raise LinkError(f"releases: expected a list of at most {RELEASES_PAGE}")
     found = []
     for i, item in enumerate(data):
         item = _object(item, f"releases[{i}]")
         tag = item.get("tag_name")
-        if not isinstance(tag, str) or not _TAG.fullmatch(tag) or ".." in tag or tag.endswith((".lock", "/", ".")):
+        if not _tag_name(tag):
             raise LinkError(f"releases[{i}].tag_name {_shown(tag)} is not a tag name")
         draft, pre = item.get("draft"), item.get("prerelease")
         if type(draft) is not bool or type(pre) is not bool:
             raise LinkError(f"releases[{i}]: draft and prerelease must be true or false")
         published = item.get("published_at")
-        if draft or pre or published is None or not _final(tag):
-            continue
-        found.append((_timestamp(published, f"releases[{i}].published_at"), tag))
+        if not draft and published is not None:
+            published = _timestamp(published, f"releases[{i}].published_at")
+        found.append(Release(tag, draft, pre, None if draft else published))
     return found
+
+
+def series(package: str, repo: str) -> list[str]:
+    """The tag prefixes under which `repo` may release `package`, most specific first: its own tags
+    (`v0.6.18`) when the package is named like the repository, else first the package's
+    (`sgl-kernel-v0.3.1` in sgl-project/sglang), then the repository's (`v2.9.0` for torch in pytorch)."""
+    if re.sub(r"[-_.]+", "-", package.lower()) == re.sub(r"[-_.]+", "-", repo.lower()):
+        return [""]
+    return [f"{package}-", ""]
+
+
+def spellings(version: str, prefix: str) -> list[str]:
+    """The tag names of release `version` under `prefix`: v0.6.18, then 0.6.18; only plain refnames."""
+    return [tag for tag in (f"{prefix}v{version}", f"{prefix}{version}") if _tag_name(tag)]
+
+
+def tag_version(tag: str, prefix: str) -> Version | None:
+    """`tag` read as a version of the series under `prefix` (`v0.7.2` and `0.7.2` alike), None
+    when it is not one of that series."""
+    if not tag.startswith(prefix):
+        return None
+    rest = tag[len(prefix):]
+    rest = rest[1:] if rest.startswith("v") else rest
+    if not rest[:1] or rest[0] not in "0123456789":
+        return None
+    try:
+        return Version(rest)
+    except InvalidVersion:
+        return None
+
+
+def tag_ref(data, tag: str) -> None:
+    """Check `GET .../git/ref/tags/{tag}`: the reference to that very tag, naming a commit or a tag object."""
+    data = _object(data, "reference")
+    ref, target_ = data.get("ref"), data.get("object")
+    if ref != f"refs/tags/{tag}":
+        raise LinkError(f"the answer is about ref {_shown(ref)}, not refs/tags/{tag}")
+    target_ = _object(target_, "reference object")
+    if target_.get("type") not in ("commit", "tag") or not isinstance(target_.get("sha"), str) \
+            or not _SHA.fullmatch(target_["sha"]):
+        raise LinkError(f"refs/tags/{tag} does not point at a commit or tag object (got type "
+                        f"{_shown(target_.get('type'))}, sha {_shown(target_.get('sha'))})")
 
 
 def contains(data) -> bool:
@@ -374,15 +500,27 @@ class Client:
         self.not_modified = 0
         self.blocked: str | None = None  # why no further request may be sent
         self.opener = urllib.request.build_opener(_NoRedirect)
+        self.answered: dict[str, object] = {}  # URL -> its answer (or LinkError) in this run: no URL is sent twice
 
-    def get(self, path: str, query: dict | None = None, keep: tuple[str, ...] = ()):
+    def get(self, path: str, query: dict | None = None, keep: tuple[str, ...] = (), absent: bool = False):
         """The parsed JSON answer to GET `path`, cut down to the keys `keep` of the object (of each
-        object, for a list), which is all that is stored; Abort or LinkError otherwise."""
+        object, for a list), which is all that is stored; with `absent`, None for a 404 (a lookup
+        whose answer may be "there is none"); Abort or LinkError otherwise."""
+        url = self.api_url + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        if url not in self.answered:
+            try:
+                self.answered[url] = self._get(url, path, keep, absent)
+            except LinkError as exc:
+                self.answered[url] = exc
+        if isinstance(self.answered[url], LinkError):
+            raise self.answered[url]
+        return self.answered[url]
+
+    def _get(self, url: str, path: str, keep: tuple[str, ...], absent: bool):
         if self.blocked:
             raise Abort(self.blocked)
         if self.sent >= self.max_requests:
             raise Abort(f"stopped at {self.max_requests} requests (--max-requests)")
-        url = self.api_url + path + ("?" + urllib.parse.urlencode(query) if query else "")
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION,
                    "User-Agent": "kb-refresh"}
         if self.token:
@@ -404,6 +542,8 @@ class Client:
                     self.not_modified += 1
                     self.etags.put(url, stored["etag"], stored["body"])
                     return stored["body"]
+                if exc.code == 404 and absent:
+                    return None
                 self._fail(exc, path)
             finally:
                 exc.close()
@@ -492,7 +632,7 @@ class Reader:
 
     def __init__(self, client: Client):
         self.client = client
-        self._releases: dict[tuple[str, str], tuple[list[tuple[dt.datetime, str]], bool]] = {}
+        self._releases: dict[tuple[str, str], tuple[list[Release], bool]] = {}
 
     def read(self, url: str, want_release: bool) -> Live:
         owner, repo, kind, number = target(url)
@@ -503,24 +643,97 @@ class Reader:
             live = Live(live.state, live.on, live.sha, release, note)
         return live
 
-    def first_release(self, owner: str, repo: str, sha: str, merged: dt.datetime) -> tuple[str | None, str | None]:
-        """(tag, None) of the first final release containing `sha`, or (None, why none is named)."""
+    def listing(self, owner: str, repo: str) -> tuple[list[Release], bool]:
+        """The newest RELEASES_PAGE releases of a repository, and whether there may be more."""
         key = (owner, repo)
         if key not in self._releases:
             page = self.client.get(f"/repos/{owner}/{repo}/releases", {"per_page": RELEASES_PAGE},
                                    keep=KEEP["releases"])
-            self._releases[key] = (releases(page), len(page) == RELEASES_PAGE)
-        found, full = self._releases[key]
+            self._releases[key] = (releases(page), isinstance(page, list) and len(page) == RELEASES_PAGE)
+        return self._releases[key]
+
+    def contains(self, owner: str, repo: str, tag: str, sha: str) -> bool:
+        """Whether tag `tag` contains commit `sha`."""
+        compare = f"/repos/{owner}/{repo}/compare/{urllib.parse.quote(tag, safe='')}...{sha}"
+        data = self.client.get(compare, {"per_page": 1, "page": 2}, keep=KEEP["compare"], absent=True)
+        if data is None:
+            raise LinkError(f"GitHub cannot compare {tag} with {sha[:12]} in {owner}/{repo} (404): the tag or the "
+                            "commit is not there")
+        return contains(data)
+
+    def first_release(self, owner: str, repo: str, sha: str, merged: dt.datetime) -> tuple[str | None, str | None]:
+        """(tag, None) of the first final release containing `sha`, or (None, why none is named)."""
+        listed, full = self.listing(owner, repo)
+        found = [(r.published, r.tag) for r in listed if r.final]
         after = sorted((published, tag) for published, tag in found if published >= merged)
         if full and len(after) == len(found):  # the first release after the merge may be on a later page
             return None, f"release not looked up: over {RELEASES_PAGE} releases since the merge"
         for _, tag in after[:MAX_COMPARES]:
-            compare = f"/repos/{owner}/{repo}/compare/{urllib.parse.quote(tag, safe='')}...{sha}"
-            if contains(self.client.get(compare, {"per_page": 1, "page": 2}, keep=KEEP["compare"])):
+            if self.contains(owner, repo, tag, sha):
                 return tag, None
         if len(after) > MAX_COMPARES:
             return None, f"in none of the first {MAX_COMPARES} releases after the merge"
         return None, "in no release yet"
+
+    def tag_of(self, owner: str, repo: str, version: str, package: str) -> tuple[str, str] | None:
+        """(tag, its series' prefix) of release `version` of `package`: for each series in turn, a
+        release of the listing, else the first spelling with a git reference; None when there is none."""
+        wanted = Version(version)
+        listed, _ = self.listing(owner, repo)
+        for prefix in series(package, repo):
+            for release in listed:
+                if not release.draft and tag_version(release.tag, prefix) == wanted:
+                    return release.tag, prefix
+            for tag in spellings(version, prefix):
+                data = self.client.get(f"/repos/{owner}/{repo}/git/ref/tags/{urllib.parse.quote(tag, safe='')}",
+                                       keep=KEEP["ref"], absent=True)
+                if data is not None:
+                    tag_ref(data, tag)
+                    return tag, prefix
+        return None
+
+    def check_fix(self, url: str, live: Live, version: str, package: str) -> str | None:
+        """None when release `version` of `package` is the first to contain the fix `url` (read as
+        `live`), else what is wrong, to print. At most MAX_COMPARES compares."""
+        if live.state != "merged":
+            return f"{url} is not merged ({live.state})"
+        owner, repo, _, _ = target(url)
+        found = self.tag_of(owner, repo, version, package)
+        if found is None:
+            names = [tag for prefix in series(package, repo) for tag in spellings(version, prefix)]
+            tried = f" (no tag {', '.join(names[:-1])}{' or ' if names[1:] else ''}{names[-1]})" if names else ""
+            return f"no such release in {owner}/{repo}{tried}"
+        tag, prefix = found
+        wanted = Version(version)
+        listed, full = self.listing(owner, repo)
+        by_version: dict[Version, str] = {}
+        for release in listed:  # newest first: of two tags for one version, the one listed first
+            number = tag_version(release.tag, prefix)
+            # a local version (0.6.18+cu128) names a build of a release, not a release
+            if release.final and number is not None and number.local is None:
+                by_version.setdefault(number, release.tag)
+        ordered = sorted(by_version.items())
+        walk = MAX_COMPARES - 1
+        if not self.contains(owner, repo, tag, live.sha):
+            later = [t for v, t in ordered if v > wanted]
+            for other in later[:walk]:
+                if self.contains(owner, repo, other, live.sha):
+                    return f"{tag} does not contain {url}; the first release containing it is {other}"
+            if len(later) > walk:
+                return f"{tag} does not contain {url}, nor do the {walk} releases after it"
+            return f"{tag} does not contain {url}, nor does any later release yet"
+        earlier = [t for v, t in reversed(ordered) if v < wanted]
+        first, stopped = None, False
+        for other in earlier[:walk]:
+            if not self.contains(owner, repo, other, live.sha):
+                stopped = True
+                break
+            first = other
+        if first is None:
+            return None
+        if stopped or (len(earlier) <= walk and not full):
+            return f"the first release containing {url} is {first}"
+        return f"an earlier release, {first}, already contains {url}"
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -643,6 +856,9 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
     read: int = 0
+    states: int = 0  # of the differences, link states
+    fixes_checked: int = 0  # distinct (fixed_by, fixed_in, package)
+    fixes_wrong: int = 0  # components whose fixed_in is not the first release with the fix
 
 
 def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = False,
@@ -657,6 +873,7 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
         for link in record.links:
             by_url.setdefault(link.url.split("#")[0], []).append(link)
     live: dict[str, Live] = {}
+    stopped = False
     for url, links in by_url.items():
         try:
             live[url] = reader.read(url, want_release=any(link.state != "merged" for link in links))
@@ -665,8 +882,10 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
             out.errors.append(f"{links[0].where}: {exc}{more}")
         except Abort as exc:
             out.errors.append(str(exc))
+            stopped = True
             break
     out.read = len(live)
+    verdicts = {} if stopped else check_fixes(records, reader, live, set(by_url), out)
     changes: dict[str, dict[int, dict[str, str]]] = {}
     for record in records:
         for link in record.links:
@@ -677,11 +896,16 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
             if now.state != link.state:
                 out.differences.append(f"{link.cell}: upstream[{link.index}] {link.url}: state {link.state} -> "
                                        f"{now.describe()}")
+                out.states += 1
                 fields["state"] = now.state
             if link.as_of != today_text:
                 fields["as_of"] = today_text
             if fields:
                 changes.setdefault(record.id, {})[link.index] = fields
+        for fix in record.fixes:  # reported only: a person decides which release to name
+            if problem := verdicts.get(fix.key):
+                out.differences.append(fix.difference(problem))
+                out.fixes_wrong += 1
     if not write or out.errors:
         return out
     planned = []
@@ -703,6 +927,32 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
     return out
 
 
+def check_fixes(records: list[Record], reader: Reader, live: dict[str, Live], linked: set[str],
+                out: Outcome) -> dict[tuple[str, str, str], str | None]:
+    """(fixed_by, fixed_in, package) -> what is wrong with that release (None: nothing), each
+    checked once; a fix pull request no link reads is read here. Errors go to `out.errors`."""
+    verdicts: dict[tuple[str, str, str], str | None] = {}
+    failed: set[str] = set()  # pull requests, and pairs, already reported as errors
+    for fix in (fix for record in records for fix in record.fixes):
+        key = fix.key
+        if key in verdicts or key in failed or fix.pull in failed:
+            continue
+        if fix.pull in linked and fix.pull not in live:
+            continue  # its link could not be read: that error is reported already
+        try:
+            if fix.pull not in live:
+                live[fix.pull] = reader.read(fix.pull, want_release=False)
+            verdicts[key] = reader.check_fix(fix.pull, live[fix.pull], fix.version, fix.package)
+            out.fixes_checked += 1
+        except LinkError as exc:
+            out.errors.append(f"{fix.where}: {exc}")
+            failed.add(key if fix.pull in live else fix.pull)
+        except Abort as exc:
+            out.errors.append(str(exc))
+            break
+    return verdicts
+
+
 def _api_url(value: str) -> str:
     parsed = urllib.parse.urlsplit(value)
     local = parsed.hostname in ("127.0.0.1", "localhost", "::1")
@@ -714,7 +964,7 @@ def _api_url(value: str) -> str:
 
 
 def main(args) -> int:
-    """`kb refresh`: print each state that differs (exit 1), none (exit 0), or errors (exit 2)."""
+    """`kb refresh`: print each state or fixed_in that differs (exit 1), none (exit 0), or errors (exit 2)."""
     given, source = (args.api_url, "--api-url") if args.api_url else (os.environ.get("GITHUB_API_URL"), "GITHUB_API_URL")
     try:
         api_url = _api_url(given or API_URL)
@@ -739,11 +989,14 @@ def main(args) -> int:
     for error in out.errors:
         print(f"kb refresh: {error}", file=sys.stderr)
     summary = (f"{out.read} link(s) read with {client.sent} request(s) ({client.not_modified} unchanged since the "
-               f"last run, 304), {len(out.differences)} state(s) differ")
+               f"last run, 304), {out.states} state(s) differ, {out.fixes_checked} fixed_in release(s) checked, "
+               f"{out.fixes_wrong} mismatched")
     if out.errors:
         print(f"kb refresh: {summary}; {len(out.errors)} error(s): nothing was written", file=sys.stderr)
         return 2
     if args.write:
         summary += f"; {len(out.written)} file(s) written"
+        if out.fixes_wrong:
+            summary += " (fixed_in is never written: check the release and edit it by hand)"
     print(f"kb refresh: {summary}", file=sys.stderr)
     return 1 if out.differences else 0

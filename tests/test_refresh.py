@@ -595,3 +595,344 @@ def test_an_answer_unused_for_long_leaves_the_cache(github, entries, capsys):
     github.routes = open_routes()
     run(github, entries, capsys=capsys)
     assert github.url + "/repos/o/r/issues/1" not in json.loads(cache_path.read_text(encoding="utf-8"))
+
+
+# --- fixed_in: the first release that contains the fix -------------------------------------------
+
+FIX_CELL = GITHUB / "fix-released-in-0-6-18.yaml"
+FIX_URL = "https://github.com/flashinfer-ai/flashinfer/pull/4165"
+FIX_SHA = "a4165b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f40"
+FIX_PULL = "/repos/flashinfer-ai/flashinfer/pulls/4165"
+FIX_RELEASES = "/repos/flashinfer-ai/flashinfer/releases?per_page=30"
+
+
+def fix_compare(tag: str) -> str:
+    return f"/repos/flashinfer-ai/flashinfer/compare/{tag}...{FIX_SHA}?per_page=1&page=2"
+
+
+def fix_ref(tag: str) -> str:
+    return f"/repos/flashinfer-ai/flashinfer/git/ref/tags/{tag}"
+
+
+def status(value: str) -> Reply:
+    """A compare of a flashinfer tag with the fix's merge commit, in GitHub's shape, with this status."""
+    name = "compare-flashinfer-v0.6.18-behind.json" if value in ("behind", "identical") else \
+        "compare-flashinfer-v0.6.17-ahead.json"
+    return Reply(recorded(name) | {"status": value})
+
+
+def fix_routes() -> dict[str, Reply]:
+    """PR 4165 merged on 2026-10-05. Final releases v0.6.16 and v0.6.17 came before it; v0.6.18rc1 is
+    a pre-release, v0.6.20 a draft; v0.6.18 is the first final release that contains the merge commit,
+    v0.6.18.post1 and v0.6.19 contain it too. v0.6.15 is a tag with no GitHub release."""
+    return {
+        FIX_PULL: Reply(recorded("pulls-flashinfer-4165-merged.json"), etag='W/"pull-4165"'),
+        FIX_RELEASES: Reply(recorded("releases-flashinfer.json"), etag='W/"fi-releases"'),
+        fix_compare("v0.6.15"): status("ahead"),
+        fix_compare("v0.6.16"): status("ahead"),
+        fix_compare("v0.6.17"): Reply(recorded("compare-flashinfer-v0.6.17-ahead.json"), etag='W/"cmp-0617"'),
+        fix_compare("v0.6.18"): Reply(recorded("compare-flashinfer-v0.6.18-behind.json"), etag='W/"cmp-0618"'),
+        fix_compare("v0.6.18rc1"): status("behind"),
+        fix_compare("v0.6.18.post1"): status("behind"),
+        fix_compare("v0.6.19"): status("identical"),
+        fix_ref("v0.6.15"): Reply(recorded("git-ref-flashinfer-v0.6.15.json")),
+    }
+
+
+@pytest.fixture
+def fix_entries(entries) -> Path:
+    """An entries folder holding only the cell whose component says PR 4165 first shipped in 0.6.18."""
+    (entries / CANONICAL.name).unlink()
+    shutil.copy(FIX_CELL, entries)
+    return entries
+
+
+def fixed_in(folder: Path, version: str, name: str = FIX_CELL.name) -> Path:
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    assert text.count("    fixed_in: 0.6.18\n") == 1
+    path.write_text(text.replace("    fixed_in: 0.6.18\n", f"    fixed_in: {version}\n"), encoding="utf-8")
+    return path
+
+
+def fix_line(version: str, problem: str, cell: str = FIX_CELL.stem) -> str:
+    return f"{cell}: components[0].fixed_in {version}: {problem}\n"
+
+
+@pytest.mark.parametrize("version, compared", [
+    ("0.6.18", ["v0.6.18", "v0.6.17"]),
+    # a pre-release may name the fix too: the final release before it (v0.6.17) does not have it
+    ("0.6.18rc1", ["v0.6.18rc1", "v0.6.17"]),
+])
+def test_the_first_release_with_the_fix_prints_nothing(github, fix_entries, capsys, version, compared):
+    fixed_in(fix_entries, version)
+    github.routes = fix_routes()
+    code, out, err = run(github, fix_entries, capsys=capsys)
+    assert (code, out) == (0, ""), err
+    assert "1 fixed_in release(s) checked, 0 mismatched" in err
+    # the PR is merged in the record: no release lookup for the link; the check reads the listing
+    # once and compares the tag and the final release before it
+    assert github.paths() == [FIX_PULL, FIX_RELEASES, *map(fix_compare, compared)]
+
+
+@pytest.mark.parametrize("version, problem, requests", [
+    # not the first: the final release before it contains the merge commit too; the walk goes down
+    # to the first that does not
+    ("0.6.18.post1", f"the first release containing {FIX_URL} is v0.6.18",
+     [fix_compare("v0.6.18.post1"), fix_compare("v0.6.18"), fix_compare("v0.6.17")]),
+    ("0.6.19", f"the first release containing {FIX_URL} is v0.6.18",
+     [fix_compare("v0.6.19"), fix_compare("v0.6.18.post1"), fix_compare("v0.6.18"), fix_compare("v0.6.17")]),
+    # a tag that does not contain the commit: the walk goes up (v0.6.18rc1 is a pre-release: skipped)
+    ("0.6.17", f"v0.6.17 does not contain {FIX_URL}; the first release containing it is v0.6.18",
+     [fix_compare("v0.6.17"), fix_compare("v0.6.18")]),
+    # a tag with no GitHub release, found by its git reference, that does not contain it either
+    ("0.6.15", f"v0.6.15 does not contain {FIX_URL}; the first release containing it is v0.6.18",
+     [fix_ref("v0.6.15"), fix_compare("v0.6.15"), fix_compare("v0.6.16"), fix_compare("v0.6.17"),
+      fix_compare("v0.6.18")]),
+    # no release and no tag in either spelling (both git references answer 404)
+    ("0.6.99", "no such release in flashinfer-ai/flashinfer (no tag v0.6.99 or 0.6.99)",
+     [fix_ref("v0.6.99"), fix_ref("0.6.99")]),
+    # a draft's tag may not exist yet: it is looked up like any other
+    ("0.6.20", "no such release in flashinfer-ai/flashinfer (no tag v0.6.20 or 0.6.20)",
+     [fix_ref("v0.6.20"), fix_ref("0.6.20")]),
+])
+def test_a_fixed_in_that_is_not_the_first_release_is_one_line(github, fix_entries, capsys, version, problem,
+                                                                 requests):
+    fixed_in(fix_entries, version)
+    github.routes = fix_routes()
+    before = snapshot(fix_entries)
+    code, out, err = run(github, fix_entries, capsys=capsys)
+    assert code == 1, err
+    assert out == fix_line(version, problem)
+    assert "0 state(s) differ, 1 fixed_in release(s) checked, 1 mismatched" in err
+    assert github.paths() == [FIX_PULL, FIX_RELEASES, *requests]
+    assert len([p for p in requests if "/compare/" in p]) <= refresh.MAX_COMPARES
+    assert snapshot(fix_entries) == before
+
+
+def test_a_tag_without_a_release_is_found_in_the_projects_spelling(github, fix_entries, capsys):
+    github.routes = fix_routes()
+    github.routes[FIX_RELEASES] = Reply([])  # a repository that tags its versions without GitHub releases
+    github.routes[fix_ref("0.6.18")] = Reply(recorded("git-ref-flashinfer-v0.6.15.json") | {"ref": "refs/tags/0.6.18"})
+    github.routes[fix_compare("0.6.18")] = status("behind")
+    code, out, err = run(github, fix_entries, capsys=capsys)
+    assert (code, out) == (0, ""), err
+    # v0.6.18 is tried first (404), then 0.6.18; no earlier release is known, so none is compared
+    assert github.paths() == [FIX_PULL, FIX_RELEASES, fix_ref("v0.6.18"), fix_ref("0.6.18"), fix_compare("0.6.18")]
+
+
+def package(folder: Path, name: str) -> None:
+    path = folder / FIX_CELL.name
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("  - package: flashinfer\n", f"  - package: {name}\n"), encoding="utf-8")
+
+
+def test_a_package_released_under_its_own_tags_is_checked_against_them(github, fix_entries, capsys):
+    """A package not named like the repository it is released from (sgl-kernel in sgl-project/sglang):
+    its own tags come first, and only they are walked; the repository's v0.6.18 is not its release."""
+    package(fix_entries, "flashinfer-jit-cache")
+    fixed_in(fix_entries, "0.6.19")
+    template = recorded("releases-flashinfer.json")[1]
+    own = [template | {"tag_name": f"flashinfer-jit-cache-v0.6.{n}", "published_at": f"2026-11-0{n - 16}T00:00:00Z"}
+           for n in (19, 18, 17)]
+    github.routes = fix_routes()
+    github.routes[FIX_RELEASES] = Reply(own + recorded("releases-flashinfer.json"))
+    github.routes[fix_compare("flashinfer-jit-cache-v0.6.19")] = status("behind")
+    github.routes[fix_compare("flashinfer-jit-cache-v0.6.18")] = status("behind")
+    github.routes[fix_compare("flashinfer-jit-cache-v0.6.17")] = status("diverged")
+    code, out, err = run(github, fix_entries, capsys=capsys)
+    assert code == 1, err
+    assert out == fix_line("0.6.19", f"the first release containing {FIX_URL} is flashinfer-jit-cache-v0.6.18")
+    assert github.paths() == [FIX_PULL, FIX_RELEASES, *map(fix_compare, (
+        "flashinfer-jit-cache-v0.6.19", "flashinfer-jit-cache-v0.6.18", "flashinfer-jit-cache-v0.6.17"))]
+
+
+@pytest.mark.parametrize("version, problem, lookups", [
+    ("0.6.18", None, [fix_compare("v0.6.18"), fix_compare("v0.6.17")]),
+    ("0.6.99", "no such release in flashinfer-ai/flashinfer (no tag flashinfer-cubin-v0.6.99, "
+               "flashinfer-cubin-0.6.99, v0.6.99 or 0.6.99)", [fix_ref("v0.6.99"), fix_ref("0.6.99")]),
+])
+def test_a_package_without_tags_of_its_own_uses_the_repositorys(github, fix_entries, capsys, version, problem,
+                                                                lookups):
+    package(fix_entries, "flashinfer-cubin")
+    fixed_in(fix_entries, version)
+    github.routes = fix_routes()
+    code, out, err = run(github, fix_entries, capsys=capsys)
+    assert (code, out) == ((1, fix_line(version, problem)) if problem else (0, "")), err
+    # at most two git references per series: the package's own spellings, then the repository's
+    assert github.paths() == [FIX_PULL, FIX_RELEASES, fix_ref(f"flashinfer-cubin-v{version}"),
+                              fix_ref(f"flashinfer-cubin-{version}"), *lookups]
+
+
+def test_write_never_changes_fixed_in(github, fix_entries, capsys):
+    path = fixed_in(fix_entries, "0.6.99")
+    before = path.read_text(encoding="utf-8")
+    github.routes = fix_routes()
+    code, out, err = run(github, fix_entries, "--write", capsys=capsys)
+    # the 404 on both git references is the answer "no such tag": one line, not an error
+    assert code == 1, err
+    assert out == fix_line("0.6.99", "no such release in flashinfer-ai/flashinfer (no tag v0.6.99 or 0.6.99)")
+    assert "1 file(s) written (fixed_in is never written: check the release and edit it by hand)" in err
+    after = path.read_text(encoding="utf-8")
+    assert "    fixed_in: 0.6.99\n" in after
+    # only the link's as_of moved: the day its state was read
+    assert after == before.replace("    state: merged\n    as_of: 2026-11-25\n",
+                                   f"    state: merged\n    as_of: {TODAY}\n")
+
+
+def test_a_fix_pull_request_not_merged_is_a_difference(github, fix_entries, capsys):
+    github.routes = fix_routes()
+    github.routes[FIX_PULL] = Reply(recorded("pulls-flashinfer-4165-merged.json") | {
+        "state": "open", "merged": False, "merged_at": None, "closed_at": None})
+    code, out, _ = run(github, fix_entries, capsys=capsys)
+    assert code == 1
+    assert out.splitlines() == [f"{FIX_CELL.stem}: upstream[0] {FIX_URL}: state merged -> open",
+                                fix_line("0.6.18", f"{FIX_URL} is not merged (open)").rstrip("\n")]
+    assert github.paths() == [FIX_PULL]
+
+
+def _fix_line(folder: Path, key: str = "    fixed_in: ") -> str:
+    path = folder / FIX_CELL.name
+    text = path.read_text(encoding="utf-8")
+    number = next(n for n, line in enumerate(text.splitlines(), 1) if line.startswith(key))
+    return f"{path}:{number}"
+
+
+@pytest.mark.parametrize("version, route, reply, expected", [
+    ("0.6.99", fix_ref("v0.6.99"), Reply({"message": "Server Error"}, 502),
+     "GitHub answered 502 to GET /repos/flashinfer-ai/flashinfer/git/ref/tags/v0.6.99; try again later"),
+    ("0.6.18", fix_compare("v0.6.18"), Reply({"message": "Not Found"}, 404),
+     "{where}: components[0].fixed_in 0.6.18: GitHub cannot compare v0.6.18 with a4165b0c9d8e in "
+     "flashinfer-ai/flashinfer (404)"),
+    ("0.6.15", fix_ref("v0.6.15"), Reply(recorded("git-ref-flashinfer-v0.6.15.json") | {"ref": "refs/tags/v0.6.1"}),
+     "{where}: components[0].fixed_in 0.6.15: the answer is about ref 'refs/tags/v0.6.1', not refs/tags/v0.6.15"),
+    ("0.6.15", fix_ref("v0.6.15"), Reply([recorded("git-ref-flashinfer-v0.6.15.json")]),  # List matching references
+     "reference: expected a JSON object, got list"),
+    ("0.6.15", fix_ref("v0.6.15"), Reply(recorded("git-ref-flashinfer-v0.6.15.json") | {
+        "object": {"type": "tree", "sha": "../../../etc/passwd\x1b[2J"}}),
+     r"refs/tags/v0.6.15 does not point at a commit or tag object (got type 'tree', sha '../../../etc/passwd\x1b[2J')"),
+    ("0.6.18", fix_compare("v0.6.17"), Reply({"status": "contains"}),
+     "comparison status 'contains' is not ahead, behind, identical or diverged"),
+    ("0.6.18", FIX_RELEASES, Reply([recorded("releases-flashinfer.json")[1] | {"tag_name": "v0.6.18\x1b]8;;"}]),
+     r"releases[0].tag_name 'v0.6.18\x1b]8;;' is not a tag name"),
+])
+def test_errors_in_the_fixed_in_check_write_nothing(github, fix_entries, capsys, version, route, reply, expected):
+    fixed_in(fix_entries, version)
+    github.routes = fix_routes()
+    github.routes[route] = reply
+    before = snapshot(fix_entries)
+    code, out, err = run(github, fix_entries, "--write", capsys=capsys)
+    assert code == 2 and out == ""
+    assert expected.format(where=f"kb refresh: {_fix_line(fix_entries)}") in err
+    assert "nothing was written" in err
+    assert "\x1b" not in out + err
+    assert snapshot(fix_entries) == before
+
+
+def test_a_fix_pull_request_no_link_names_is_read_for_the_check(github, fix_entries, capsys):
+    path = fix_entries / FIX_CELL.name
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index("upstream:\n"), text.index("published:")
+    path.write_text(text[:start] + "upstream: []\n" + text[end:], encoding="utf-8")
+    github.routes = fix_routes()
+    code, out, err = run(github, fix_entries, capsys=capsys)
+    assert (code, out) == (0, "") and "0 link(s) read" in err
+    assert github.paths() == [FIX_PULL, FIX_RELEASES, fix_compare("v0.6.18"), fix_compare("v0.6.17")]
+    github.log.clear()
+    del github.routes[FIX_PULL]  # gone: an error at the component, nothing written
+    code, _, err = run(github, fix_entries, "--write", capsys=capsys)
+    assert code == 2
+    assert f"kb refresh: {_fix_line(fix_entries)}: components[0].fixed_in 0.6.18: not found on GitHub (404)" in err
+    assert github.paths() == [FIX_PULL]
+
+
+# --- fixed_in: the request budget ---------------------------------------------------------------
+
+
+def test_each_fix_and_each_url_is_read_once(github, fix_entries, capsys):
+    """Three cells name the same fix and release, one of them with a second component that gives
+    another release; the vLLM cell's newly merged PR shares nothing. No URL is requested twice."""
+    for name in ("a.yaml", "b.yaml"):
+        shutil.copy(FIX_CELL, fix_entries / name)
+    path = fix_entries / "b.yaml"
+    text = path.read_text(encoding="utf-8")
+    component = text[text.index("  - package: flashinfer\n"):text.index("mechanism:")]
+    path.write_text(text.replace(component, component + component.replace("fixed_in: 0.6.18", "fixed_in: 0.6.19")),
+                    encoding="utf-8")
+    shutil.copy(CANONICAL, fix_entries)
+    github.routes = merged_routes() | fix_routes()
+    code, out, err = run(github, fix_entries, capsys=capsys)
+    assert code == 1, err
+    assert out.splitlines() == [
+        f"b: components[1].fixed_in 0.6.19: the first release containing {FIX_URL} is v0.6.18",
+        f"{CELL}: upstream[1] {PR_URL}: state open -> merged 2026-11-20 (v0.7.2)",
+    ]
+    paths = github.paths()
+    assert len(paths) == len(set(paths))  # the compares of v0.6.18 and v0.6.17 serve both releases
+    assert sorted(p for p in paths if "flashinfer" in p) == sorted([
+        FIX_PULL, FIX_RELEASES, fix_compare("v0.6.18"), fix_compare("v0.6.17"), fix_compare("v0.6.19"),
+        fix_compare("v0.6.18.post1")])
+    assert "2 fixed_in release(s) checked, 1 mismatched" in err
+
+
+def test_an_answer_refused_is_not_asked_again(github, fix_entries, capsys):
+    """Two releases of one fix both need the compare of v0.6.17: it fails once, and is reported for each."""
+    shutil.copy(FIX_CELL, fix_entries / "a.yaml")
+    fixed_in(fix_entries, "0.6.17", "a.yaml")
+    github.routes = fix_routes()
+    github.routes[fix_compare("v0.6.17")] = Reply({"status": "contains"})
+    code, _, err = run(github, fix_entries, capsys=capsys)
+    assert code == 2
+    assert err.count("comparison status 'contains' is not ahead") == 2
+    assert github.paths().count(fix_compare("v0.6.17")) == 1
+
+
+def test_the_walk_stops_at_max_compares(github, fix_entries, capsys):
+    """Every release contains the fix: the walk down stops after MAX_COMPARES compares in all and
+    says only that an earlier release has it."""
+    template = recorded("releases-flashinfer.json")[1]
+    tags = [f"v0.6.{n}" for n in range(30, 10, -1)]
+    github.routes = fix_routes()
+    github.routes[FIX_RELEASES] = Reply([template | {"tag_name": tag, "published_at": "2026-11-01T00:00:00Z"}
+                                         for tag in tags])
+    for tag in tags:
+        github.routes[fix_compare(tag)] = status("behind")
+    fixed_in(fix_entries, "0.6.30")
+    code, out, _ = run(github, fix_entries, capsys=capsys)
+    assert code == 1
+    assert out == fix_line("0.6.30", f"an earlier release, v0.6.27, already contains {FIX_URL}")
+    assert github.paths() == [FIX_PULL, FIX_RELEASES] + [fix_compare(f"v0.6.{n}") for n in (30, 29, 28, 27)]
+    assert refresh.MAX_COMPARES == 4
+
+
+def test_the_request_budget_stops_the_fixed_in_check(github, fix_entries, capsys):
+    github.routes = fix_routes()
+    before = snapshot(fix_entries)
+    code, out, err = run(github, fix_entries, "--write", "--max-requests", "3", capsys=capsys)
+    assert code == 2 and out == ""
+    assert "stopped at 3 requests (--max-requests)" in err and "nothing was written" in err
+    assert github.paths() == [FIX_PULL, FIX_RELEASES, fix_compare("v0.6.18")]
+    assert snapshot(fix_entries) == before
+
+
+def test_the_fixed_in_check_uses_etags(github, fix_entries, capsys):
+    fixed_in(fix_entries, "0.6.15")
+    github.routes = fix_routes()
+    github.routes[fix_ref("v0.6.15")].etag = 'W/"ref-0615"'
+    first = run(github, fix_entries, capsys=capsys)
+    cache = json.loads((fix_entries.parent / "etags.json").read_text(encoding="utf-8"))
+    assert set(cache[github.url + fix_ref("v0.6.15")]["body"]) == {"ref", "object"}
+    github.log.clear()
+    second = run(github, fix_entries, capsys=capsys)
+    assert second[:2] == first[:2] and first[0] == 1
+    sent = {path: headers.get("if-none-match") for path, headers in github.log}
+    assert sent[fix_ref("v0.6.15")] == 'W/"ref-0615"' and sent[fix_compare("v0.6.18")] == 'W/"cmp-0618"'
+
+
+def test_help_says_refresh_never_writes_fixed_in(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["refresh", "--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "fixed_in is never written (a person decides)" in text
+    assert "(never fixed_in, versions or prose)" in text
