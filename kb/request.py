@@ -40,9 +40,11 @@ PLACEHOLDERS: list[tuple[str, str, str]] = [
 
 @lru_cache(maxsize=1)
 def _compiled():
-    prefixes = [(re.compile(p, re.I), r.replace("$1", r"\1")) for _, p, r in _PREFIXES]
-    marks = [(re.compile(p), r) for _, p, r in PLACEHOLDERS]
-    return prefixes, marks, re.compile(ERRORISH, re.I), re.compile(GPU), re.compile(VERSION, re.I)
+    # ASCII: \b, \d and \w mean what they mean in JavaScript, which runs the same rules.
+    prefixes = [(re.compile(p, re.I | re.A), r.replace("$1", r"\1")) for _, p, r in _PREFIXES]
+    marks = [(re.compile(p, re.A), r) for _, p, r in PLACEHOLDERS]
+    return (prefixes, marks, re.compile(ERRORISH, re.I | re.A), re.compile(GPU, re.A),
+            re.compile(VERSION, re.I | re.A))
 
 
 def error_line(line: str) -> str:
@@ -53,7 +55,7 @@ def error_line(line: str) -> str:
         line = pattern.sub(replacement, line)
     for pattern, replacement in marks:
         line = pattern.sub(replacement, line)
-    return line.strip()
+    return line.strip(" \t")
 
 
 def new_cell_text(log: str | Iterable[str]) -> str:
@@ -63,8 +65,8 @@ def new_cell_text(log: str | Iterable[str]) -> str:
     lines: dict[str, None] = {}  # insertion-ordered set
     gpus: set[str] = set()
     versions: dict[str, str] = {}
-    for raw in (log.splitlines() if isinstance(log, str) else log):
-        raw = raw[:MAX_LINE_CHARS * 4]
+    for raw in (log.split("\n") if isinstance(log, str) else log):
+        raw = raw.removesuffix("\n").removesuffix("\r")[:MAX_LINE_CHARS * 4]  # lines end at "\n" only
         if errorish.search(raw):
             line = error_line(raw)
             if line:
@@ -72,7 +74,7 @@ def new_cell_text(log: str | Iterable[str]) -> str:
                 lines[line] = None
                 if len(lines) > MAX_LINES:
                     del lines[next(iter(lines))]
-        gpus.update(m.strip() for m in gpu.findall(raw))
+        gpus.update(m.rstrip(" ") for m in gpu.findall(raw))
         for m in version.finditer(raw):
             versions[m.group(1).lower()] = m.group(2)
     gpus = sorted(gpus)

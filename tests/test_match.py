@@ -70,20 +70,50 @@ def test_triage_page_agrees_with_kb_match_on_every_vector(live_site, page, cli_r
                 assert page.locator(".kb-triage__new").is_hidden()
 
 
-def test_triage_offers_a_new_cell_text_when_nothing_matches(live_site, page):
-    log = ["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.29.1",
-           "torch version 2.9.1 on NVIDIA RTX PRO 6000 Blackwell",
-           "RuntimeError: something nobody has seen before"]
-    with serve(live_site) as base:
+NO_MATCH_LOG = ["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.29.1",
+                "secret-token=abc123 model=/data/private/model",
+                "torch version 2.9.1 on NVIDIA RTX PRO 6000 Blackwell",
+                "(EngineCore_DP0 pid=2211) ERROR 12-01 10:02:11 [core.py:710] RuntimeError: odd failure at "
+                "0x7f00deadbeef in /opt/venv/lib/python3.11/site-packages/foo/bar.py for 4194304 bytes, pid=1234",
+                "RuntimeError: something nobody has seen before"]
+
+
+@pytest.fixture(scope="module")
+def site_with_repo(tmp_path_factory):
+    from conftest import _build
+
+    return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("repo") / "site",
+                  repo_url="https://github.com/example/blackwell-kb")
+
+
+def test_triage_builds_the_same_new_cell_request_as_kb_match(site_with_repo, page):
+    """No match: the page shows, editable, exactly the text `kb match` prints, and a link that
+    opens the new-cell issue form with its fields filled from the text as the reader edited it."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from kb.request import new_cell_text
+
+    with serve(site_with_repo) as base:
         page.goto(base + "triage/")
-        page.fill("#kb-triage-log", "\n".join(log))
+        page.fill("#kb-triage-log", "\n".join(NO_MATCH_LOG))
         page.click("#kb-triage-run")
         page.wait_for_selector("#kb-triage[data-results]")
         assert page.get_attribute("#kb-triage", "data-results") == "[]"
         text = page.input_value("#kb-triage-issue")
-    assert "RuntimeError: something nobody has seen before" in text
-    assert "NVIDIA RTX PRO 6000 Blackwell" in text
-    assert "- vllm: 0.29.1" in text and "- torch: 2.9.1" in text
+        assert text == new_cell_text("\n".join(NO_MATCH_LOG))
+        assert "secret-token" not in text and "/data/private" not in text and "EngineCore_DP0" not in text
+        page.fill("#kb-triage-issue", text.replace("(command line, model, flags)", "vllm serve my-model"))
+        link = urlsplit(page.get_attribute("#kb-triage-open", "href"))
+    assert link._replace(query="").geturl() == "https://github.com/example/blackwell-kb/issues/new"
+    fields = parse_qs(link.query)
+    assert fields["template"] == ["new-cell.yml"]
+    assert fields["error-lines"] == ["RuntimeError: odd failure at {hex} in {path} for {size}, pid={pid}\n"
+                                     "RuntimeError: something nobody has seen before"]
+    assert fields["title"] == ["New cell: RuntimeError: odd failure at {hex} in {path} for {size}, pid={pid}"]
+    assert fields["environment"] == ["- GPU: NVIDIA RTX PRO 6000 Blackwell\n- torch: 2.9.1\n- vllm: 0.29.1"]
+    assert fields["what-you-ran"] == ["vllm serve my-model"]
+    form = (ROOT / ".github" / "ISSUE_TEMPLATE" / "new-cell.yml").read_text(encoding="utf-8")
+    assert all(f"id: {field}" in form for field in ("error-lines", "environment", "what-you-ran"))
 
 
 def test_exit_status_and_text_output(tmp_path):
@@ -165,12 +195,7 @@ def test_normalisation_keeps_discriminating_numbers():
 def test_no_match_prints_a_new_cell_request_with_only_error_lines(tmp_path):
     """Exit 1 with the text of a new-cell issue: the error-looking lines without log prefixes,
     varying parts as the pattern grammar's placeholders, the GPU and versions; no other line."""
-    log = ["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.29.1",
-           "secret-token=abc123 model=/data/private/model",
-           "torch version 2.9.1 on NVIDIA RTX PRO 6000 Blackwell",
-           "(EngineCore_DP0 pid=2211) ERROR 12-01 10:02:11 [core.py:710] RuntimeError: odd failure at 0x7f00deadbeef "
-           "in /opt/venv/lib/python3.11/site-packages/foo/bar.py for 4194304 bytes, pid=1234",
-           "\x1b]0;title\x07RuntimeError: another one"]
+    log = NO_MATCH_LOG[:4] + ["\x1b]0;title\x07RuntimeError: another one"]
     done = kb_match(("\n".join(log) + "\n").encode())
     assert done.returncode == 1
     out = done.stdout.decode()

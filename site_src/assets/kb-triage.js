@@ -13,7 +13,8 @@
   var fresh = form.querySelector(".kb-triage__new");
   var issue = document.getElementById("kb-triage-issue");
   var patternsUrl = new URL(form.getAttribute("data-patterns"), document.baseURI).href;
-  var engine = null;
+  var engine = null, engineNow = null;
+  var open = document.getElementById("kb-triage-open");
 
   function load() {
     if (!engine) {
@@ -29,7 +30,7 @@
         });
         var anchors = Object.keys(byAnchor).sort();
         return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window,
-                 passes: data.passes };
+                 passes: data.passes, request: compileRequest(data.request) };
       });
     }
     return engine;
@@ -81,23 +82,64 @@
     }).sort(function (a, b) { return b.score - a.score || (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0); });
   }
 
-  var ERRORISH = /(error|exception|failed|fatal|xid|assert|traceback|out of memory|illegal|unsupported|not supported)/i;
-  var GPU = /(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]*?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)|RTX PRO \d{4}[A-Za-z ]*|GB10|DGX Spark)/g;
-  var VERSION = /\b(vllm|sglang|flashinfer(?:-python)?|torch|triton|cudnn|cuda|driver|tensorrt[_-]llm)\b(?:[\w ]{0,24}?\bversion\b)?[\s=:_-]*v?(\d+\.\d+[\w.+-]*)/gi;
+  // The new-cell request: the same rules and text as `kb match` (kb/request.py), exported in
+  // patterns.json: the last error-looking lines without their log prefixes, varying parts as the
+  // pattern grammar's placeholders, the GPU and versions named; nothing else of the log.
+  function compileRequest(r) {
+    return {
+      maxLines: r.max_lines, maxChars: r.max_line_chars,
+      errorish: new RegExp(r.errorish, "i"), gpu: new RegExp(r.gpu, "g"), version: new RegExp(r.version, "gi"),
+      prefixes: r.prefixes.map(function (p) { return [new RegExp(p.pattern, "gi"), p.replacement]; }),
+      placeholders: r.placeholders.map(function (p) { return [new RegExp(p.pattern, "g"), p.replacement]; })
+    };
+  }
 
-  function newCellText(text) {
-    var lines = text.split("\n").filter(function (l) { return ERRORISH.test(l); }).slice(0, 15);
-    var gpus = {}, versions = {};
-    (text.match(GPU) || []).forEach(function (g) { gpus[g.trim()] = true; });
-    var m;
-    VERSION.lastIndex = 0;
-    while ((m = VERSION.exec(text)) !== null) { versions[m[1].toLowerCase()] = m[2]; }
-    var out = "### Literal error lines\n\n```text\n" + (lines.join("\n") || "(no error-looking line found)") + "\n```\n\n";
-    out += "### Environment found in the log\n\n";
-    out += "- GPU: " + (Object.keys(gpus).join(", ") || "not found in the log") + "\n";
-    Object.keys(versions).sort().forEach(function (k) { out += "- " + k + ": " + versions[k] + "\n"; });
-    out += "\n### What you were running\n\n(command line, model, flags)\n";
-    return out;
+  function errorLine(q, line) {
+    line = line.slice(0, q.maxChars);
+    q.prefixes.concat(q.placeholders).forEach(function (rule) { line = line.replace(rule[0], rule[1]); });
+    return line.replace(/^[ \t]+|[ \t]+$/g, "");
+  }
+
+  function newCellText(q, text) {
+    var lines = [], gpus = {}, versions = {}, m;
+    text.split("\n").forEach(function (raw) {
+      raw = raw.replace(/\r$/, "").slice(0, q.maxChars * 4);
+      if (q.errorish.test(raw)) {
+        var line = errorLine(q, raw);
+        if (line) {
+          var at = lines.indexOf(line);
+          if (at >= 0) lines.splice(at, 1);
+          lines.push(line);
+          if (lines.length > q.maxLines) lines.shift();
+        }
+      }
+      (raw.match(q.gpu) || []).forEach(function (g) { gpus[g.replace(/ +$/, "")] = true; });
+      q.version.lastIndex = 0;
+      while ((m = q.version.exec(raw)) !== null) { versions[m[1].toLowerCase()] = m[2]; }
+    });
+    var out = ["### Literal error lines", "",
+      "Only the lines of the log that look like errors, without their log prefixes; parts that vary " +
+      "between runs are written as placeholders ({int}, {hex}, {size}, {path}, {pid}). Nothing else of " +
+      "the log is included.", "", "```text"].concat(lines.length ? lines : ["(no error-looking line found)"]);
+    out.push("```", "", "### Environment found in the log", "",
+             "- GPU: " + (Object.keys(gpus).sort().join(", ") || "not found in the log"));
+    Object.keys(versions).sort().forEach(function (k) { out.push("- " + k + ": " + versions[k]); });
+    out.push("", "### What you were running", "", "(command line, model, flags)", "");
+    return out.join("\n");
+  }
+
+  // The issue form's fields (.github/ISSUE_TEMPLATE/new-cell.yml) from the text as the reader left it.
+  function issueUrl(base, text) {
+    var section = function (heading) {
+      var found = text.split("### " + heading)[1];
+      return found === undefined ? "" : found.split("\n### ")[0].trim();
+    };
+    var lines = section("Literal error lines").replace(/^[\s\S]*?```text\n|\n```[\s\S]*$/g, "");
+    var params = new URLSearchParams({ template: "new-cell.yml",
+      title: "New cell: " + (lines.split("\n")[0] || "").slice(0, 200),
+      "error-lines": lines || text, environment: section("Environment found in the log"),
+      "what-you-ran": section("What you were running") });
+    return base + "?" + params.toString();
   }
 
   function render(text, hits) {
@@ -126,7 +168,8 @@
     status.textContent = hits.length ? hits.length + " matching cell" + (hits.length === 1 ? "" : "s")
       : "No cell matches this log.";
     fresh.hidden = hits.length > 0;
-    issue.value = hits.length ? "" : newCellText(text);
+    issue.value = hits.length ? "" : newCellText(engineNow.request, text);
+    if (open) open.href = hits.length ? "#" : issueUrl(open.getAttribute("data-base"), issue.value);
     form.setAttribute("data-results", JSON.stringify(hits.map(function (h) {
       return { entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url };
     })));
@@ -135,12 +178,16 @@
   function run(text) {
     form.removeAttribute("data-results");
     status.textContent = "Matching\u2026";
-    load().then(function (e) { render(text, match(e, text)); }).catch(function (error) {
+    load().then(function (e) { engineNow = e; render(text, match(e, text)); }).catch(function (error) {
       status.textContent = "Triage is unavailable: " + error;
     });
   }
 
   form.addEventListener("submit", function (event) { event.preventDefault(); run(log.value); });
+  // The reader edits the request before it leaves the page: the link follows the text.
+  issue.addEventListener("input", function () {
+    if (open) open.href = issueUrl(open.getAttribute("data-base"), issue.value);
+  });
   file.addEventListener("change", function () {
     if (file.files[0]) file.files[0].text().then(function (text) { log.value = text; run(text); });
   });
