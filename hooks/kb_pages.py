@@ -110,6 +110,8 @@ def on_post_build(config):
         folder = site_dir / page.url
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "index.html").write_text(_state["shells"][shell.kind_of(page)].fill(page), encoding="utf-8")
+    if config["extra"].get("kb_search_index") is False:
+        return  # kb build indexes the site itself, once its pages are in place
     started = time.perf_counter()
     try:
         summary = search.build_index(Path(config["site_dir"]))

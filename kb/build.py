@@ -18,16 +18,18 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from kb import lint
+from kb import lint, search
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".kb-site"
+SEARCH_FOLDER = "pagefind"
 MARKER_TEXT = "Built by `kb build`. The next `kb build` into this folder replaces it whole.\n"
 
 
@@ -103,9 +105,23 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        _swap_in(staging, site_dir)
-    pages = sum(1 for _ in site_dir.rglob("*.html"))
-    print(f"built {pages} pages into {site_dir} in {time.perf_counter() - started:.2f}s")
+        # The pages first, the search index right after: an edited page is on disk before
+        # Pagefind has read the whole site again.
+        _swap_in(staging, site_dir, keep=SEARCH_FOLDER)
+        pages = sum(1 for _ in site_dir.rglob("*.html"))
+        print(f"pages: {pages} in place in {site_dir} after {time.perf_counter() - started:.2f}s")
+        index = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
+        index.chmod(0o755)
+        try:
+            summary = search.build_index(site_dir, output=index)
+        except search.SearchIndexError as exc:
+            shutil.rmtree(index, ignore_errors=True)
+            print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
+            return 1
+        _swap_in(index, site_dir / SEARCH_FOLDER)
+    indexed = re.search(r"Indexed (\d+) pages?", summary)
+    print(f"built {pages} pages into {site_dir} and searched {indexed.group(1) if indexed else '?'} of them "
+          f"in {time.perf_counter() - started:.2f}s")
     return 0
 
 
@@ -135,6 +151,7 @@ def _render(staging: Path, entries: Path, config_file: Path, site_url: str | Non
                 extra[key] = str(given) if given is not None else ""
         extra["kb_checked"] = checked
         extra["kb_shells"] = shells  # False: every page through the theme (tests compare the two)
+        extra["kb_search_index"] = False  # kb build indexes the site after the pages are in place
         if repo_url is not None:
             extra["kb_repo_url"] = repo_url
         mkdocs_build(config)
@@ -166,21 +183,23 @@ def _exclusive(site_dir: Path):
 
 def _remove_leftovers(site_dir: Path) -> None:
     """Deletes the staging and old-site folders of builds that were killed before cleaning up."""
-    prefixes = (f".{site_dir.name}.building-", f".{site_dir.name}.old-")
+    prefixes = (f".{site_dir.name}.building-", f".{site_dir.name}.old-", f".{site_dir.name}.index-")
     for path in site_dir.parent.iterdir():
         if path.name.startswith(prefixes):
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _swap_in(staging: Path, site_dir: Path) -> None:
+def _swap_in(staging: Path, site_dir: Path, keep: str | None = None) -> None:
     """Puts the new site at `site_dir`. Over an earlier site, only files whose bytes changed are
     replaced, each by one rename over the old file (a reader sees the old bytes or the new ones,
     never a missing or half-written file); new files arrive before stale ones are deleted, so no
-    page links to a page that is gone. A rebuild with nothing changed touches no file."""
+    page links to a page that is gone. A rebuild with nothing changed touches no file. The folder
+    `keep` of the old site is left as it is (the search index, swapped in on its own)."""
     if not site_dir.exists():
         staging.rename(site_dir)
         return
     built = {p.relative_to(staging) for p in staging.rglob("*") if not p.is_dir()}
+    kept = {p.relative_to(site_dir) for p in (site_dir / keep).rglob("*") if not p.is_dir()} if keep else set()
     for rel in sorted(built):
         new, old = staging / rel, site_dir / rel
         if old.is_file() and not old.is_symlink() and _same_bytes(new, old):
@@ -194,7 +213,7 @@ def _swap_in(staging: Path, site_dir: Path) -> None:
         if path.is_dir() and not path.is_symlink():
             if not any(path.iterdir()):
                 path.rmdir()
-        elif rel not in built:
+        elif rel not in built and rel not in kept:
             path.unlink()
     shutil.rmtree(staging, ignore_errors=True)
 

@@ -8,6 +8,7 @@ prefixes and changed numbers forgiven.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +23,10 @@ class SearchIndexError(RuntimeError):
     pass
 
 
-def build_index(site_dir: Path) -> str:
-    """Index `site_dir` into `site_dir/pagefind/`; returns Pagefind's summary output."""
-    command = [sys.executable, "-m", "pagefind_bin", "--site", str(site_dir), "--output-subdir", "pagefind",
-               "--force-language", "en"]
+def build_index(site_dir: Path, output: Path | None = None) -> str:
+    """Index `site_dir` into `output` (default `site_dir/pagefind/`); returns Pagefind's summary."""
+    where = ["--output-path", str(output.resolve())] if output is not None else ["--output-subdir", "pagefind"]
+    command = [sys.executable, "-m", "pagefind_bin", "--site", str(site_dir), *where, "--force-language", "en"]
     if INCLUDE_CHARACTERS:
         command += ["--include-characters", INCLUDE_CHARACTERS]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -54,6 +55,26 @@ MASK_RULES: list[tuple[str, str, str]] = [
     ("hex number", r"0x[0-9a-f]+", "0x0"),
     ("number", r"[0-9]+", "0"),
 ]
+
+
+def comparable(text: str) -> tuple[str, str]:
+    """The two forms of a line the search box compares (`prepare` in kb-search.js): quotes and
+    white space trimmed, the shared rules and then the search-only ones run until nothing changes,
+    and that with its numbers masked."""
+    line = re.sub(r"^[\s\"'\u201c\u201d`]+|[\s\"'\u201c\u201d`]+$", "", text)
+    line = re.sub(r"\s+", " ", line).lower()
+    rules = [(re.compile(p), r.replace("$1", r"\1")) for _, p, r in normalise.RULES + SEARCH_RULES]
+    for _ in range(normalise.MAX_PASSES):
+        before = line
+        for pattern, replacement in rules:
+            line = pattern.sub(replacement, line)
+        line = line.strip()
+        if line == before:
+            break
+    masked = line
+    for _, pattern, replacement in MASK_RULES:
+        masked = re.sub(pattern, replacement, masked)
+    return line, masked
 
 
 def _rules(rules: list[tuple[str, str, str]]) -> list[dict]:

@@ -172,7 +172,7 @@ def test_readers_always_find_the_site_during_rebuilds(site, tmp_path, capsys):
         checks, missing = map(int, poller.communicate(timeout=30)[0].split())
     assert missing == 0
     assert checks > 1000
-    assert capsys.readouterr().out.count(f"pages into {site} in") == 3
+    assert capsys.readouterr().out.count(f"pages into {site} and searched") == 3
     assert (site / build.MARKER).is_file()
     assert _siblings(site) == {".site.lock"}
 
@@ -212,3 +212,40 @@ def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, cap
     assert not any(folder.exists() for folder in stale)
     assert foreign.is_dir()
     assert _siblings(target) == {".site.lock"}
+
+
+def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeypatch):
+    """An edited page is on disk when Pagefind starts reading the site again; the old index stays
+    until the new one is swapped in, and a failing index leaves the new pages and the old index."""
+    from kb import search
+
+    entries = tmp_path / "entries"
+    shutil.copytree(ENTRIES, entries)
+    site = tmp_path / "site"
+    assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 0
+    old_index = {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()}
+    (path,) = entries.glob("*.yaml")
+    path.write_text(path.read_text(encoding="utf-8").replace("title: ", "title: Renamed ", 1), encoding="utf-8")
+    seen = []
+    real = search.build_index
+
+    def watching(site_dir, output=None):
+        page = next(p for p in site_dir.glob("e/*/index.html") if "Renamed " in p.read_text(encoding="utf-8"))
+        seen.append(page)
+        assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == old_index
+        return real(site_dir, output)
+
+    monkeypatch.setattr(search, "build_index", watching)
+    assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 0
+    assert seen
+
+    def failing(site_dir, output=None):
+        raise search.SearchIndexError("pagefind failed (1): boom")
+
+    path.write_text(path.read_text(encoding="utf-8").replace("Renamed ", "Renamed again ", 1), encoding="utf-8")
+    before = {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()}
+    monkeypatch.setattr(search, "build_index", failing)
+    assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 1
+    assert any("Renamed again " in p.read_text(encoding="utf-8") for p in site.glob("e/*/index.html"))
+    assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == before
+    assert _siblings(site) == {".site.lock"}

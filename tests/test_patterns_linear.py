@@ -27,7 +27,7 @@ import pytest
 
 from browser import serve
 from conftest import FIXTURES, ROOT
-from kb import lint, match, patterns
+from kb import lint, match, patterns, request
 
 CASES = json.loads((FIXTURES / "hostile" / "patterns" / "cases.json").read_text(encoding="utf-8"))
 GOOD_TEXT = (FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml").read_text(encoding="utf-8")
@@ -309,7 +309,8 @@ def test_triage_page_matches_hostile_logs_as_kb_match_does(targets, page, tmp_pa
     (site / "assets").mkdir()
     for script in ("kb-normalise.js", "kb-triage.js"):
         (site / "assets" / script).write_bytes((ROOT / "site_src" / "assets" / script).read_bytes())
-    (site / "triage" / "patterns.json").write_text(json.dumps(match.export(rules)), encoding="utf-8")
+    (site / "triage" / "patterns.json").write_text(json.dumps(match.export(rules) | {"request": request.export()}),
+                                                   encoding="utf-8")
     form = re.search(r"(?s)<form.*</form>", (ROOT / "templates" / "pages" / "triage.html").read_text(encoding="utf-8"))
     html = form.group(0).replace("{{ rel(here, 'triage/') }}", "")
     (site / "triage" / "index.html").write_text(

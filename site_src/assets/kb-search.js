@@ -91,7 +91,7 @@
             ids.forEach(function (id) { index.postings[id].push(s); });
             var total = 0;
             ids.forEach(function (id) { total += weight(index.vocab[id]); });
-            index.strings.push({ page: p, text: text, normal: form.normal, masked: form.masked, ids: ids,
+            index.strings.push({ page: p, text: text, normal: form.normal, words: form.words, ids: ids,
                                  total: total, numbers: form.numbers });
           });
         });
@@ -102,11 +102,14 @@
   }
 
   // The comparable forms of a line: normalised (shared rules, then the search-only ones), and
-  // masked (numbers replaced), with the masked form's words and the numbers it lost.
+  // masked (numbers replaced), with the masked form's words (and joined, punctuation left out:
+  // " runtimeerror no supported ... versions 0 ") and the numbers it lost.
   function prepare(index, text) {
     var normal = kbNormalise.normalise(index.rules, index.passes, trim(text));
     var masked = kbNormalise.normalise(index.mask, 1, normal);
-    return { normal: normal, masked: masked, tokens: tokens(masked), numbers: normal.match(/[0-9]+/g) || [] };
+    var words = tokens(masked);
+    return { normal: normal, masked: masked, tokens: words, words: " " + words.join(" ") + " ",
+             numbers: normal.match(/[0-9]+/g) || [] };
   }
 
   // Optimal string alignment distance (a swap of neighbours is one edit), or max + 1 beyond max.
@@ -176,6 +179,8 @@
     if (!words.length) return [];
     var cutStart = /^[a-z0-9]/.test(query.masked);
     var cutEnd = /[a-z0-9]$/.test(query.masked);
+    // The query's words as the literal would hold them: a cut edge need not end a word there.
+    var inner = (cutStart ? "" : " ") + words.join(" ") + (cutEnd ? "" : " ");
     var seen = {};
     var terms = [];
     words.forEach(function (w, i) {
@@ -216,14 +221,16 @@
       var score = Math.max(q * (0.7 + 0.3 * l), l * (0.7 + 0.3 * q));
       // Word order counts too: a query held whole in the literal (a partial copy), or a literal
       // held whole in the query (a longer pasted line), the more so the more of it it is.
-      if (query.masked.length >= 4 && lit.masked.indexOf(query.masked) >= 0) {
+      if (inner.length >= 4 && lit.words.indexOf(inner) >= 0) {
         score += 0.15;
-      } else if (lit.masked.length >= 4 && query.masked.indexOf(lit.masked) >= 0) {
-        score += 0.15 * lit.masked.length / query.masked.length;
+      } else if (lit.words.length >= 6 && query.words.indexOf(lit.words) >= 0) {
+        score += 0.15 * lit.words.length / query.words.length;
       }
-      if (query.masked === lit.masked) score += 0.5;
+      // The same words with other numbers; the numbers themselves weigh more, so that a line
+      // with the numbers of one literal and a word more lands there (`RuntimeError: ... [12]`).
+      if (query.words === lit.words) score += 0.15;
+      score += 0.3 * shared(query, lit.numbers);
       if (query.normal === lit.normal) score += 1;
-      score += 0.1 * shared(query.numbers, lit.numbers);
       var held = best.get(lit.page);
       if (!held || score > held.score) best.set(lit.page, { page: page, literal: lit.text, score: score });
     });
@@ -231,15 +238,25 @@
       .sort(function (a, b) { return b.score - a.score || a.page.href.localeCompare(b.page.href); });
   }
 
-  // The share of numbers two lines have in common (0 when neither has any).
-  function shared(a, b) {
-    if (!a.length || !b.length) return 0;
-    var left = b.slice(), common = 0;
-    a.forEach(function (n) {
+  // The share of the query's numbers that the literal has too (0 when the query has none):
+  // what tells `major versions [12]` from `[10]`, or one launch shape from another. A number
+  // at a cut edge of the query may be the start (or end) of the literal's.
+  function shared(query, literal) {
+    var numbers = query.numbers;
+    if (!numbers.length) return 0;
+    var left = literal.slice(), common = 0;
+    var endCut = /[0-9]$/.test(query.normal), startCut = /^[0-9]/.test(query.normal);
+    numbers.forEach(function (n, i) {
       var at = left.indexOf(n);
+      if (at < 0 && endCut && i === numbers.length - 1) {
+        at = left.findIndex(function (m) { return m.lastIndexOf(n, 0) === 0; });
+      }
+      if (at < 0 && startCut && i === 0) {
+        at = left.findIndex(function (m) { return m.length >= n.length && m.indexOf(n, m.length - n.length) >= 0; });
+      }
       if (at >= 0) { common++; left.splice(at, 1); }
     });
-    return common / Math.max(a.length, b.length);
+    return common / numbers.length;
   }
 
   // ---- Pagefind's own ranking, for its results --------------------------------------------
@@ -305,7 +322,7 @@
     return a;
   }
 
-  function render(raw, items, total, close) {
+  function render(raw, items, total, closest) {
     list.textContent = "";
     items.forEach(function (item, i) {
       var li = document.createElement("li");
@@ -315,7 +332,6 @@
       a.className = "kb-search__link";
       a.href = item.href;
       a.textContent = item.title;
-      a.tabIndex = -1;
       li.appendChild(a);
       if (item.cell) {
         var cell = document.createElement("span");
@@ -331,13 +347,12 @@
         literal.textContent = item.literal;
         li.appendChild(literal);
       }
-      li.addEventListener("mousedown", function (event) { if (event.target === li) event.preventDefault(); });
       list.appendChild(li);
     });
     status.textContent = "";
     if (items.length) {
       status.textContent = total + " result" + (total === 1 ? "" : "s") + " for \u201c" + raw + "\u201d"
-        + (close ? " (closest literal strings)" : "");
+        + (closest ? " (closest literal strings)" : "");
     } else {
       status.textContent = "No results for \u201c" + raw + "\u201d. ";
       status.appendChild(triageLink(raw));
