@@ -45,7 +45,8 @@ def on_config(config):
         raise PluginError(str(exc)) from exc
     # Pages under e/ share the theme's chrome: the theme renders one stand-in per kind of shell and
     # on_post_build fills it for each page (kb.shell); the others go through the theme one by one.
-    rendered, filled = shell.without(generated.pages) if extra.get("kb_shells", True) else (generated.pages, [])
+    in_nav = _nav_sources(config["nav"] or [])
+    rendered, filled = shell.without(generated.pages, in_nav) if extra.get("kb_shells", True) else (generated.pages, [])
     stand_ins = {kind: shell.stand_in(kind) for kind in sorted({shell.kind_of(p) for p in filled})}
     _state.update(generated=generated, filled=filled, stand_ins={p.src: kind for kind, p in stand_ins.items()},
                   shells={}, pages={p.src: p for p in rendered + list(stand_ins.values())})
@@ -93,10 +94,22 @@ def on_page_content(html, page, config, files):
     return generated.body if generated is not None else html
 
 
+def _nav_sources(nav) -> set[str]:
+    """The source paths that mkdocs.yml's navigation lists."""
+    found: set[str] = set()
+    for item in nav if isinstance(nav, list) else [nav]:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        if isinstance(value, list):
+            found |= _nav_sources(value)
+        elif isinstance(value, str):
+            found.add(value)
+    return found
+
+
 def on_post_page(output, page, config):
     kind = _state["stand_ins"].get(page.file.src_uri)
     if kind is not None:
-        _state["shells"][kind] = shell.Shell(output)
+        _state["shells"][kind] = shell.Shell(output, kind)
     return output
 
 

@@ -53,6 +53,7 @@ class Renderer:
         the templates, this code)."""
         self.site = site
         self.cache = cache
+        self._shown_by_id: dict[str, str] = {}
         self._code = (fingerprint(code_fingerprint(RENDER_MODULES, RENDER_PACKAGES), _templates_fingerprint(),
                                   repo_url or "") if cache is not None else "")
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
@@ -81,8 +82,12 @@ class Renderer:
         return page
 
     def _shown(self, cell: Cell) -> str:
-        """A cell as another page shows it: its record, id and URL."""
-        return fingerprint(cell.id, self.site.url(cell), cell.entry.model_dump_json())
+        """A cell as another page shows it: its record, id and URL (once per cell and run)."""
+        found = self._shown_by_id.get(cell.id)
+        if found is None:
+            found = self._shown_by_id[cell.id] = fingerprint(cell.id, self.site.url(cell),
+                                                             cell.entry.model_dump_json())
+        return found
 
     def cell(self, cell: Cell) -> Page:
         related = [self._shown(self.site.by_id[r.id]) for r in cell.entry.related]
@@ -129,12 +134,16 @@ class Renderer:
                               self._render("facet.html", here, facet=facet, title=title, groups=groups), "index"))
             for value, (name, cells) in groups.items():
                 for paging, chunk in paginate(facet_url(facet, value), cells):
-                    pages.append(Page(paging.url, paged_title(f"{title.removeprefix('By ').capitalize()}: {name}",
-                                                              paging),
-                                      f"{len(cells)} Blackwell serving failure cell(s) for {name}.",
-                                      self._render("listing.html", paging.url, facet=facet, facet_title=title,
-                                                   name=name, cells=chunk, paging=paging), "index"))
+                    key = ["listing", facet, title, name, paging.url, str((paging.number, paging.count, paging.start,
+                           paging.stop, paging.total)), *[self._shown(c) for c in chunk]]
+                    pages.append(self._cached(key, lambda: self._listing(facet, title, name, cells, chunk, paging)))
         return pages
+
+    def _listing(self, facet, title, name, cells, chunk, paging) -> Page:
+        return Page(paging.url, paged_title(f"{title.removeprefix('By ').capitalize()}: {name}", paging),
+                    f"{len(cells)} Blackwell serving failure cell(s) for {name}.",
+                    self._render("listing.html", paging.url, facet=facet, facet_title=title, name=name, cells=chunk,
+                                 paging=paging), "index")
 
     def triage(self) -> Page:
         return Page("triage/", "Triage a log", "Paste a whole log and get the cells that match it; "

@@ -37,19 +37,23 @@ def test_shells_give_the_same_site_as_the_theme(entries, tmp_path):
 
 
 def test_a_value_holding_a_token_is_not_filled_again():
-    html = "<title>{t}</title><main>{b}</main><link href='/e/{u}/'>".format(
-        t=shell.TOKENS["title"], b=shell.TOKENS["body"], u=shell.URL_TOKENS["plain"])
+    html = "<title>{t}</title><main>{b}</main><link href='/{u}'>".format(
+        t=shell.TOKENS["title"], b=shell.TOKENS["body"], u=shell.stand_in("e/p").url)
     page = Page(url="e/x-1/", title=f"<{shell.TOKENS['body']}>", description="d",
                 body=f"<h1>{shell.TOKENS['title']}</h1>", kind="pointer")
-    assert shell.Shell(html).fill(page) == \
+    assert shell.Shell(html, "e/p").fill(page) == \
         f"<title>&lt;{shell.TOKENS['body'].replace('<', '&lt;').replace('>', '&gt;')}&gt;</title>" \
         f"<main><h1>{shell.TOKENS['title']}</h1></main><link href='/e/x-1/'>"
 
 
-def test_only_pages_below_e_with_their_own_h1_are_filled():
+def test_only_pages_outside_the_navigation_with_their_own_h1_are_filled():
     def page(url, body="<h1>x</h1>"):
         return Page(url=url, title="t", description="d", body=body, kind="cell")
-    assert shell.fits(page("e/abc-1/"))
-    assert not shell.fits(page("by/gpu/rtx-5090/"))
-    assert not shell.fits(page("e/abc/page-2/"))
-    assert not shell.fits(page("e/abc-1/", body="<p>no heading</p>"))
+    nav = {"index.md", "by/gpu.md", "triage.md"}
+    assert shell.fits(page("e/abc-1/"), nav)
+    assert shell.fits(page("by/gpu/rtx-5090/page-2/"), nav)
+    assert not shell.fits(page("by/gpu/"), nav)
+    assert not shell.fits(page(""), nav)
+    assert not shell.fits(page("e/abc-1/", body="<p>no heading</p>"), nav)
+    assert shell.kind_of(page("by/gpu/rtx-5090/page-2/")) == "by/gpu/rtx-5090/p"
+    assert shell.stand_in("by/gpu/rtx-5090/p").url == f"by/gpu/rtx-5090/{shell.TOKENS['title'].replace('title', 'urlp')}/"
