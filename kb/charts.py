@@ -31,6 +31,7 @@ MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 78, 20, 16, 52
 ROTATED_EXTRA = 72  # more room under the plot when bar labels are slanted
 LABEL_CHARS = 24  # longer bar labels are cut (with an ellipsis); the table has them in full
 ACCENT = "#3f51b5"
+LIMIT = "#c62828"
 GRID = "#c9c9c9"
 
 
@@ -109,8 +110,10 @@ def describe(measurement) -> str:
     """The chart's accessible name: what is plotted against what, and how many rows."""
     series = measurement.series
     kind = "Line chart" if all(is_numeric(r.x) for r in series.rows) else "Bar chart"
+    limit = (f", with a line at the {series.limit.label} ({number(series.limit.value)} {measurement.unit})"
+             if series.limit is not None else "")
     return (f"{kind} of {measurement.quantity}: {measurement.unit} by {x_label(series)}, "
-            f"{len(series.rows)} rows; the table gives every value.")
+            f"{len(series.rows)} rows{limit}; the table gives every value.")
 
 
 def _short(label: str) -> str:
@@ -132,7 +135,9 @@ def svg(measurement) -> Markup:
     left, top, right, base = MARGIN_LEFT, MARGIN_TOP, WIDTH - MARGIN_RIGHT, height - bottom
 
     values = [float(r.value) for r in rows]
-    y_ticks = nice_ticks(min(0.0, *values), max(0.0, *values))
+    limit = float(series.limit.value) if series.limit is not None else None
+    levels = values + ([limit] if limit is not None else [])
+    y_ticks = nice_ticks(min(0.0, *levels), max(0.0, *levels))
     y_lo, y_hi = y_ticks[0], y_ticks[-1]
     y_step = y_ticks[1] - y_ticks[0]
 
@@ -171,8 +176,10 @@ def svg(measurement) -> Markup:
         out.append("</g>")
         ordered = sorted(range(len(rows)), key=lambda i: (xs[i], i))
         line = " ".join(f"{_c(x_at(xs[i]))},{_c(y_at(values[i]))}" for i in ordered)
+        # Dotted and thin: it only leads the eye from one measured dot to the next; nothing was
+        # measured between them (the caption says so).
         out.append(f'<polyline class="kb-chart__line" points="{line}" fill="none" stroke="{ACCENT}" '
-                   f'stroke-width="2"/>')
+                   f'stroke-width="1.5" stroke-dasharray="2 4" opacity="0.7"/>')
         # One dot per row, in record order: a zero-length segment drawn with a round cap.
         dots = "".join(f"M{_c(x_at(x))} {_c(y_at(v))}h0" for x, v in zip(xs, values))
         out.append(f'<path class="kb-chart__points" d="{dots}" fill="none" stroke="{ACCENT}" stroke-width="8" '
@@ -197,6 +204,13 @@ def svg(measurement) -> Markup:
                 out.append(_text(centre, base + 18, label))
         out.append("</g>")
 
+    if limit is not None:
+        at = y_at(limit)
+        out.append(f'<path class="kb-chart__limit" d="M{_c(left)} {_c(at)}H{_c(right)}" stroke="{LIMIT}" '
+                   f'stroke-width="2" stroke-dasharray="8 4"/>')
+        level = f"{int(limit):,}" if limit == int(limit) else number(series.limit.value)
+        out.append(_text(right - 4, at - 6, f"{series.limit.label}: {level}", text_anchor="end",
+                         fill=LIMIT, class_="kb-chart__limit-label"))
     out.append(_text(left + plot_w / 2, height - 10, x_label(series), text_anchor="middle",
                      class_="kb-chart__x-label", font_weight="bold"))
     out.append(_text(16, top + plot_h / 2, measurement.unit, text_anchor="middle", class_="kb-chart__y-label",

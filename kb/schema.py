@@ -313,10 +313,17 @@ class Point(Record):
     label: Text | None = None
 
 
+class Limit(Record):
+    """A level the values are measured against (a hardware limit, a budget), drawn across the chart."""
+    value: Number
+    label: Text
+
+
 class Series(Record):
     x: Text
     x_unit: Text | None = None
     rows: list[Point] = Field(min_length=2, max_length=200)
+    limit: Limit | None = None
 
 
 class Measurement(Record):

@@ -400,3 +400,30 @@ def test_pages_are_deterministic():
     second = _pages(_site(FRESH))
     for url in (matrix.URL, freshness.URL):
         assert first[url].body == second[url].body
+
+
+def test_a_limit_is_drawn_across_the_chart_at_its_value():
+    """The 101,376-byte limit of the MLA decode cell: a dashed line at that value (read back from
+    the axis), labelled, inside the axis range even when every bar is below it; the chart's name,
+    caption and the table say it."""
+    site = _site(LIVE)
+    cell = site.by_id["mla-decode-fp8-kv-triton-shared-memory"]
+    (measurement,) = [m for m in _charted(cell) if m.series.limit]
+    svg = ET.fromstring(str(charts.svg(measurement)))
+    _check_chart(svg, measurement)
+    y_ticks = [(float(t.get("y")) - 4, t.text) for t in _only(svg, "g", "kb-chart__y-axis").iter(SVG + "text")]
+    y_value, y_unit = _axis(y_ticks)
+    d = _only(svg, "path", "kb-chart__limit").get("d")
+    (y,) = re.findall(rf"M{COORD} ({COORD})H{COORD}", d)
+    assert abs(y_value(float(y)) - 101376) <= 0.02 * y_unit
+    label = _only(svg, "text", "kb-chart__limit-label").text
+    assert label == "opt-in shared-memory limit per block: 101,376"
+    assert "with a line at the opt-in shared-memory limit per block (101376 bytes)" in svg.get("aria-label")
+    body = _pages(site)[site.url(cell)].body
+    assert "The dashed red line is the opt-in shared-memory limit per block." in body
+    assert "Opt-in shared-memory limit per block: <strong>101376 bytes</strong>." in body
+    flat = measurement.model_copy(update={"series": measurement.series.model_copy(update={"rows": [
+        r.model_copy(update={"value": 10}) for r in measurement.series.rows]})})
+    top = max(float(t.text.replace(",", "")) for _, t in [(0, t) for t in ET.fromstring(str(charts.svg(flat))).iter(
+        SVG + "text") if t.text and t.text.replace(",", "").isdigit()])
+    assert top >= 101376  # the axis reaches the limit when every value is far below it
