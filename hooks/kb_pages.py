@@ -9,6 +9,7 @@ import datetime
 import logging
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -125,10 +126,41 @@ def on_post_build(config):
         (folder / "index.html").write_text(_state["shells"][shell.kind_of(page)].fill(page), encoding="utf-8")
     if config["extra"].get("kb_search_index") is False:
         return  # kb build indexes the site itself, once its pages are in place
+    if _state.get("serving"):
+        # `mkdocs serve` reloads the browser when this returns: the edited page shows at once and
+        # the search index follows a moment later. The next build waits for it (on_pre_build).
+        _state["indexing"] = threading.Thread(target=_index, args=(site_dir, False), daemon=True)
+        _state["indexing"].start()
+        return
+    _index(site_dir, True)
+
+
+def _index(site_dir: Path, strict: bool) -> None:
     started = time.perf_counter()
     try:
-        summary = search.build_index(Path(config["site_dir"]))
+        summary = search.build_index(site_dir)
     except search.SearchIndexError as exc:
-        raise PluginError(str(exc)) from exc
+        if strict:
+            raise PluginError(str(exc)) from exc
+        log.error("kb: %s", exc)
+        return
     pages = re.search(r"Indexed (\d+) pages?", summary)
     log.info("kb: search index of %s pages in %.2fs", pages.group(1) if pages else "?", time.perf_counter() - started)
+
+
+def on_startup(command, dirty):
+    _state["serving"] = command == "serve"
+
+
+def on_pre_build(config):
+    _wait_for_index()
+
+
+def on_shutdown():
+    _wait_for_index()
+
+
+def _wait_for_index() -> None:
+    indexing = _state.pop("indexing", None)
+    if indexing is not None:
+        indexing.join()
