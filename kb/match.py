@@ -1,18 +1,25 @@
 """Log triage: which cells a log shows, with the lines that show them (`kb match`).
 
-The log is read as bytes in fixed-size chunks (bounded memory, any encoding, binary garbage
-survives). An Aho-Corasick automaton over one anchor word per signature finds candidate lines;
-only those are decoded, normalised (`kb.normalise`) and tested against the compiled signature
-patterns (`kb.patterns`). The same rules are exported for the triage page, which runs the same
-steps in the browser.
+A rule (one per signature) shows in a line when its anchor word is in the line, each of its
+`words` too, and its pattern (`kb.patterns`) matches the line normalised (`kb.normalise`). The
+rules are exported for the triage page, which applies these tests to every line in the browser.
+
+`kb match` gets the same answer without looking at most lines. The log is read as bytes, CHUNK
+at a time into one buffer (bounded memory, any encoding, binary garbage survives), and searched
+in blocks of whole lines of about BLOCK bytes, each lower-cased at once: one Aho-Corasick
+automaton over one word per rule (`_Prefilter`, searched with SIMD) finds the lines that may
+show a rule, and line ends are looked for only around those. Only these lines are decoded and
+tested as above. A word that brings many lines no rule confirms is traded for a rarer word of the
+same rules: a line a rule matches holds all its words, so any of them finds it.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 import ahocorasick_rs
 
@@ -24,6 +31,11 @@ if TYPE_CHECKING:  # the check and the catalog load only when the cached rules c
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 1024 * 1024
+BLOCK = 256 * 1024  # lower-cased and searched at a time: small enough to stay in the CPU cache
+PACKED = 64  # pieces per prefilter automaton: the most ahocorasick_rs searches with SIMD
+WASTE = 256  # lines a prefilter word may bring that no rule confirms before its rules look further
+SAMPLE = 32 * 1024  # bytes of log before the line where a word looks noisy, in which words are counted
+UNICODE_LOWER = ("\u0130".encode(), "\u212a".encode())  # lower-case to strings holding 'i', 'k'
 # Longer lines are matched in windows around their anchor words: signatures are short, and
 # normalising a megabyte-long line whole would cost time for nothing.
 WINDOW = 2048
@@ -136,7 +148,11 @@ class Matcher:
         anchors = sorted({r.anchor for r in rule_list if r.anchor})
         self._anchor_rules = {a: [r for r in rule_list if r.anchor == a] for a in anchors}
         self._anchors = anchors
+        # Every anchor of a line at once (overlapping): which rules a candidate line is tested against.
         self._automaton = ahocorasick_rs.BytesAhoCorasick([a.encode() for a in anchors]) if anchors else None
+        self._longest = max(map(len, anchors), default=1)
+        self._options = [_options(r) for r in rule_list if r.anchor]
+        self._first = _Prefilter(self._options)
 
     def match_line(self, line: str) -> list[Rule]:
         """The rules one line satisfies (used by tests and by `scan`)."""
@@ -157,60 +173,248 @@ class Matcher:
         return [r for r in candidates if any(r.regex.search(text) for text in texts)]
 
     def scan(self, stream: BinaryIO) -> list[Hit]:
+        """The cells the log in `stream` shows, best first.
+
+        The log is read CHUNK bytes at a time into one buffer, after the unfinished line of the
+        last read; the whole lines of each read are searched in blocks (`_scan_block`). A line
+        longer than MAX_LINE is cut where a read that holds no line end stops, and its pieces
+        are searched as lines with the same number."""
         hits: dict[str, Hit] = {}
-        line_base = 1  # number of the first line in `buffer`
-        carry = b""
+        if self._automaton is None:
+            return []
+        prefilter = self._first.copy()
+        buffer = bytearray()
+        held = 0  # bytes at the start of `buffer` carried over: the unfinished last line
+        number = 1  # number of the line at buffer[0]
         while True:
-            chunk = stream.read(CHUNK)
-            done = not chunk
-            buffer = carry + chunk
-            del chunk  # keep one copy of the chunk alive, not two
-            if not buffer:
+            got = _fill(stream, buffer, held, CHUNK)
+            done = got == 0
+            size = held + got
+            if size == 0:
                 break
-            cut = len(buffer) if done else buffer.rfind(b"\n") + 1
+            cut = size if done else buffer.rfind(b"\n", 0, size) + 1
             if cut == 0:
-                if len(buffer) < MAX_LINE:
-                    carry = buffer
+                if size < MAX_LINE:
+                    held = size
                     continue
-                cut = len(buffer)  # a line longer than MAX_LINE: look at it in pieces
-            self._scan_region(buffer, cut, line_base, hits)
-            line_base += buffer.count(b"\n", 0, cut)
-            carry = buffer[cut:]
+                cut = size  # a line longer than MAX_LINE: look at it in pieces
+            start = 0
+            while start < cut:
+                end = _block_end(buffer, start, cut)
+                number = self._scan_block(buffer, start, end, number, hits, prefilter)
+                start = end
+            held = size - cut
+            buffer[:held] = buffer[cut:size]
             if done:
                 break
         return sorted(hits.values(), key=lambda h: (-h.score, h.entry))
 
-    def _scan_region(self, region: bytes, cut: int, line_base: int, hits: dict[str, Hit]) -> None:
-        """Match the lines in region[:cut] (whole lines), the first numbered `line_base`."""
-        if self._automaton is None:
-            return
-        by_line: dict[int, set[str]] = {}
-        lower = memoryview(region.lower())[:cut]
-        # The line of each anchor found: matches come in order, so each line's bounds are looked
-        # up once, not once per match (a long line full of anchors would cost its length squared).
-        line_start, line_end = 0, -1
-        for index, start, _ in self._automaton.find_matches_as_indexes(lower, overlapping=True):
-            if not line_start <= start < line_end:
-                line_start = region.rfind(b"\n", 0, start) + 1
-                newline = region.find(b"\n", start, cut)
-                line_end = newline if newline != -1 else cut
-            by_line.setdefault(line_start, set()).add(self._anchors[index])
-        counted_to, number = 0, line_base
-        for line_start in sorted(by_line):
-            number += region.count(b"\n", counted_to, line_start)
-            counted_to = line_start
-            end = region.find(b"\n", line_start, cut)
-            raw = region[line_start: end if end != -1 else cut]
-            line = raw.decode("utf-8", errors="replace").rstrip("\r")
-            candidates = [r for a in sorted(by_line[line_start]) for r in self._anchor_rules[a]]
-            for rule in self._confirm(line, candidates):
+    def _scan_block(self, buffer: bytearray, start: int, end: int, number: int, hits: dict[str, Hit],
+                    prefilter: _Prefilter) -> int:
+        """Match the whole lines in buffer[start:end], the first numbered `number`; the number of
+        the line after them."""
+        lower = buffer[start:end].lower()
+        counted = 0
+        lines = prefilter.lines(lower, 0)
+        while (line := next(lines, None)) is not None:
+            line_start, line_end, words = line
+            number += lower.count(b"\n", counted, line_start)
+            counted = line_start
+            anchors = self._anchors_in(lower, line_start, line_end)
+            confirmed = []
+            if anchors:
+                raw = buffer[start + line_start: start + line_end]
+                text = raw.decode("utf-8", errors="replace").rstrip("\r")
+                confirmed = self._confirm(text, [r for a in sorted(anchors) for r in self._anchor_rules[a]])
+            if not confirmed:
+                if prefilter.wasted(words, lower, line_end):
+                    lines = prefilter.lines(lower, line_end + 1)  # the lines after this one, with the new words
+                continue
+            for rule in confirmed:
                 hit = hits.setdefault(rule.entry, Hit(rule.entry, rule.url, rule.title))
                 if rule.signature not in hit.signatures:
                     hit.signatures[rule.signature] = rule.weight
                     hit.score = round(hit.score + rule.weight, 3)
                 if number not in hit.texts:
                     hit.lines.append(number)
-                    hit.texts[number] = line
+                    hit.texts[number] = text
+        return number + lower.count(b"\n", counted)
+
+    def _anchors_in(self, lower: bytearray, start: int, end: int) -> set[str]:
+        """The anchors in lower[start:end], one line: the rules it is tested against. Looked for
+        BLOCK bytes at a time (a window reads on as far as the longest anchor needs), so that a
+        long line full of them never becomes one long list."""
+        found: set[str] = set()
+        with memoryview(lower) as view:
+            for at in range(start, end, BLOCK):
+                window = view[at: min(at + BLOCK + self._longest - 1, end)]
+                found.update(self._anchors[i] for i, _, _ in
+                             self._automaton.find_matches_as_indexes(window, overlapping=True))
+        return found
+
+
+def _fill(stream: BinaryIO, buffer: bytearray, at: int, size: int) -> int:
+    """Read up to `size` bytes into buffer[at:], fewer only at the end of the stream. The buffer
+    grows as it fills (doubling): a short log never costs a CHUNK of memory."""
+    got = 0
+    readinto = getattr(stream, "readinto", None)
+    while got < size:
+        if len(buffer) == at + got:
+            buffer.extend(bytes(min(max(len(buffer), 1 << 16), at + size - len(buffer))))
+        with memoryview(buffer) as view, view[at + got: min(len(buffer), at + size)] as free:
+            if readinto is not None:
+                n = readinto(free)
+            else:
+                data = stream.read(len(free))
+                n = len(data)
+                free[:n] = data
+        if not n:
+            break
+        got += n
+    return got
+
+
+def _block_end(buffer: bytearray, start: int, cut: int) -> int:
+    """Where the block of whole lines from `start` ends: after the last line end within BLOCK
+    bytes, or after the line that runs past them."""
+    if cut - start <= BLOCK:
+        return cut
+    end = buffer.rfind(b"\n", start, start + BLOCK) + 1
+    if end > start:
+        return end
+    newline = buffer.find(b"\n", start + BLOCK, cut)
+    return newline + 1 if newline != -1 else cut
+
+
+def _rarity(word: str) -> tuple[bool, int, str]:
+    """Code identifiers (with `_` or a digit) first, then longer words, as kb.patterns picks anchors."""
+    return (any(c == "_" or c.isdigit() for c in word), len(word), word)
+
+
+def _options(rule: Rule) -> tuple[str, ...]:
+    """The words a block scan may look for to find the lines of `rule`: its anchor first, then its
+    other words long enough to be rare, code identifiers and long words first. Every line the rule
+    matches holds each of them (`words`), so any one of them finds all its lines."""
+    rest = sorted((w for w in rule.words if w != rule.anchor and len(w) >= patterns.MIN_ANCHOR
+                   and not w.isdigit()), key=_rarity, reverse=True)
+    return (rule.anchor, *rest)
+
+
+class _Prefilter:
+    """Which word of each rule the block scan looks for, and the automata that look for them.
+
+    Each rule starts with its anchor. When a word keeps bringing lines no rule confirms
+    (`temperature` in a log of GPU sensor readings), each rule that looks for it moves to the
+    rarest of its other words in the log just read, if that is clearly rarer (`wasted`). Which
+    word finds a rule's lines changes the time a scan takes, never what it finds, since a line the
+    rule matches holds them all; each line is searched with one set of words. Words are found in ASCII-lowered
+    bytes but a rule's `words` are tested on the line's Unicode lower case, where two non-ASCII
+    characters become ASCII letters (U+0130 -> 'i', U+212A KELVIN SIGN -> 'k'): while a rule
+    looks for a word other than its anchor (which the rule itself tests on the bytes) holding such
+    a letter, lines holding either character are candidates too."""
+
+    def __init__(self, options: list[tuple[str, ...]]):
+        self.options = options
+        self.choice = [0] * len(options)
+        self.given_up: set[str] = set()  # words some rule moved away from: no rule moves to them
+        self.waste: dict[str, int] = {}
+        self.limit: dict[str, int] = {}
+        self._build()
+
+    def copy(self) -> _Prefilter:
+        """A fresh start for one scan, sharing the automata (they are never changed, only replaced)."""
+        fresh = copy.copy(self)
+        fresh.choice, fresh.given_up, fresh.waste, fresh.limit = list(self.choice), set(self.given_up), {}, {}
+        return fresh
+
+    def _build(self) -> None:
+        chosen = [opts[i] for opts, i in zip(self.options, self.choice)]
+        labels: list[str | None] = sorted(set(chosen))
+        pieces = [w.encode() for w in labels]
+        if any(w != opts[0] and ("i" in w or "k" in w) for w, opts in zip(chosen, self.options)):
+            labels += [None] * len(UNICODE_LOWER)
+            pieces += UNICODE_LOWER
+        # PACKED pieces per automaton, in leftmost mode: so ahocorasick_rs searches with SIMD (Teddy).
+        self.automata = [ahocorasick_rs.BytesAhoCorasick(pieces[i:i + PACKED],
+                                                         matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
+                         for i in range(0, len(pieces), PACKED)]
+        self.labels = labels
+        self.longest = max(map(len, pieces), default=1)
+
+    def _window(self, window: memoryview) -> list[tuple[int, int, int]]:
+        """(piece, start, end) of the leftmost matches in `window`, by start. A line holding a piece
+        yields at least one (a match that hides another overlaps it, so lies in the same line),
+        which is all the block scan needs."""
+        if len(self.automata) == 1:
+            return self.automata[0].find_matches_as_indexes(window)
+        found = []
+        for number, automaton in enumerate(self.automata):
+            found += [(number * PACKED + i, s, e) for i, s, e in automaton.find_matches_as_indexes(window)]
+        found.sort(key=lambda m: m[1])
+        return found
+
+    def lines(self, lower: bytearray, at: int) -> Iterator[tuple[int, int, set[str | None]]]:
+        """(start, end, pieces) of each line of lower[at:] (`at` starts a line) that holds a piece,
+        in order and as they are asked for (a scan that changes its words stops asking). Searched
+        BLOCK bytes at a time; each line's bounds are looked up once, and a long line is read
+        only until it shows a piece."""
+        end = len(lower)
+        line_start, line_end, pieces = at, -1, None
+        start = at
+        with memoryview(lower) as view:
+            while start < end:
+                stop = min(start + BLOCK, end)
+                for index, first, _ in self._window(view[start: min(stop + self.longest - 1, end)]):
+                    first += start
+                    if first >= stop:
+                        break
+                    if first >= line_end:
+                        if pieces is not None:
+                            yield line_start, line_end, pieces
+                        line_start = lower.rfind(b"\n", at, first) + 1 or at
+                        newline = lower.find(b"\n", first)
+                        line_end = newline if newline != -1 else end
+                        pieces = set()
+                    pieces.add(self.labels[index])
+                start = max(stop, line_end + 1)  # the rest of a line already found is not read
+        if pieces is not None:
+            yield line_start, line_end, pieces
+
+    def wasted(self, words: set[str | None], lower: bytearray, at: int) -> bool:
+        """Count a line that `words` brought and no rule confirmed (it ends at lower[at]). When a
+        word has brought WASTE such lines (then twice as many, and so on), each rule that looks
+        for it moves to the rarest of its other words in the SAMPLE bytes before, if that is at
+        most half as frequent there. True when the words changed."""
+        noisy = []
+        for word in words:
+            count = self.waste[word] = self.waste.get(word, 0) + 1
+            if count >= self.limit.get(word, WASTE) and word is not None:
+                self.limit[word] = 2 * count
+                noisy.append(word)
+        if not noisy:
+            return False
+        sample = max(0, at - SAMPLE)
+        counts: dict[str, int] = {}
+
+        def frequency(word: str) -> int:
+            if word not in counts:
+                counts[word] = lower.count(word.encode(), sample, at)
+            return counts[word]
+
+        moved = False
+        for word in noisy:
+            for i, opts in enumerate(self.options):
+                if opts[self.choice[i]] != word:
+                    continue
+                left = [j for j, w in enumerate(opts) if w != word and w not in self.given_up]
+                rarest = min(left, key=lambda j: (frequency(opts[j]), j), default=None)
+                if rarest is not None and 2 * frequency(opts[rarest]) < frequency(word):
+                    self.choice[i] = rarest
+                    self.given_up.add(word)
+                    moved = True
+        if moved:
+            self._build()
+        return moved
 
 
 def export(rule_list: list[Rule]) -> dict:
