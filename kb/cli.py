@@ -92,7 +92,7 @@ def _match(args) -> int:
     import shutil
     import tempfile
 
-    from kb import match
+    from kb import evidence, match
     from kb.request import new_cell_text
     from kb.visible import visible
 
@@ -103,6 +103,7 @@ def _match(args) -> int:
         print("the entries have problems; run `kb check`", file=sys.stderr)
         return 2
     matcher = match.Matcher(rule_list)
+    evidence_rules = evidence.load_rules(Path(args.entries))
     try:
         if args.file == "-":
             # Kept (in memory up to 64 MiB, then in a temporary file) in case no cell matches and
@@ -114,6 +115,9 @@ def _match(args) -> int:
             log = open(args.file, "rb")
         with log:
             hits = matcher.scan(log)
+            if evidence_rules:  # identifiers seen together: logs that print no error line (kb.evidence)
+                log.seek(0)
+                hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
             if not hits and not args.json:
                 log.seek(0)
                 lines = (raw.decode("utf-8", "replace") for raw in log)

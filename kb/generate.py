@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb import export, lint, match, request, search, urls
+from kb import evidence, export, lint, match, request, search, urls
 from kb.cache import for_folders
 from kb.catalog import Site
 from kb.page import Page
@@ -59,7 +59,9 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
     if cache is not None:
         cache.save()
     files = export.files(site, site_url, _facts_schema())
-    files["triage/patterns.json"] = json.dumps(match.export(match.rules(result.cells)) | {"request": request.export()},
+    files["triage/patterns.json"] = json.dumps(match.export(match.rules(result.cells))
+                                               | {"request": request.export(),
+                                                  "evidence": evidence.export(evidence.rules(result.cells))},
                                                indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     files["search/literals.json"] = json.dumps(search.literals(site), separators=(",", ":"), sort_keys=True,
                                                ensure_ascii=False) + "\n"

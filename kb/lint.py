@@ -177,6 +177,42 @@ def _cross_checks(cells: list[Cell], ids: set[str]) -> list[Problem]:
     problems.extend(_one_way_related(cells))
     problems.extend(_status_against_links(cells))
     problems.extend(_fix_versions(cells))
+    problems.extend(_evidence_in_record(cells))
+    return problems
+
+
+def _record_text(value) -> str:
+    """Every string of a record (keys and values), one per line."""
+    if isinstance(value, dict):
+        return "\n".join(f"{k}\n{_record_text(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "\n".join(_record_text(v) for v in value)
+    return str(value)
+
+
+def _evidence_in_record(cells: list[Cell]) -> list[Problem]:
+    """KB060: evidence is taken from the record, never invented: each term, and each digit run of a
+    number's literal text, is written somewhere else in the same record (mechanism, signatures,
+    notes, claims, link titles), where its source is cited."""
+    problems: list[Problem] = []
+    for cell in cells:
+        if not cell.entry.evidence:
+            continue
+        text = _record_text(cell.entry.model_dump(exclude={"evidence"}))
+        for i, item in enumerate(cell.entry.evidence):
+            for j, term in enumerate(item.terms):
+                if term not in text:
+                    loc = ("evidence", i, "terms", j)
+                    problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                            "an evidence term must be written elsewhere in this record, where "
+                                            "its source is cited", "KB060", term))
+            for j, number in enumerate(item.numbers):
+                literal = re.sub(r"\{[a-z]+\}", " ", number)
+                if any(run not in text for run in re.findall(r"[0-9]+", literal)):
+                    loc = ("evidence", i, "numbers", j)
+                    problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                            "the digits of an evidence number must be written elsewhere in this "
+                                            "record, where their source is cited", "KB060", number))
     return problems
 
 

@@ -204,6 +204,15 @@ RULES = {rule.code: rule for rule in [
               "components: [{package: vllm, role: raises, fixed_in: 0.11.1}]",
          bad=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
              "components: [{package: vllm, role: raises, fixed_in: 0.11.1rc2}]"),
+    Rule("KB058", "evidence-terms", "An evidence item names 2 to 6 distinct terms, each one code identifier of 6 to 80 characters (A-Z a-z 0-9 _ . / : = -) that looks like code: an '_', '.', '/', a digit or a CamelCase hump, never a plain word; its window is 2 to 200 lines.",
+         good="evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], window: 20}",
+         bad="evidence:\n  - {terms: [_decode_grouped_att_m_fwd, Hardware], window: 20}"),
+    Rule("KB059", "evidence-numbers", "An evidence number is a pattern in the signature placeholder grammar holding a digit or a number placeholder (int, num, size, hex), such as `101376` or `{num} MiB`.",
+         good='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], numbers: ["101376"]}',
+         bad='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], numbers: ["limit {rest} bytes"]}'),
+    Rule("KB060", "evidence-in-record", "Evidence is taken from the record, never invented: each term, and each digit run of a number, is written elsewhere in the same record, next to the source that shows it.",
+         good='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], numbers: ["102400"]}',
+         bad='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, fused_moe_kernel], numbers: ["102400"]}'),
     Rule("KB052", "number-range", "A measured number is 0 or between 1e-9 and 1e15 in size (what a chart can draw), written in a unit that keeps it there.",
          good="measurements:\n  - {quantity: Gap between kernel launches, unit: ns, value: 0.25,\n"
               f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",

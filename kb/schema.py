@@ -272,6 +272,64 @@ class Signature(Record):
         return match
 
 
+# Evidence (kb.evidence): identifiers that, found together within a few lines, show a cell in a
+# log that prints no error string. A term is one code identifier, matched case-sensitively as a
+# whole identifier; it must look like code (an `_`, `.`, `/` or digit, or a CamelCase hump), since
+# a plain word (`workspace`, `WARNING`) is in too many logs to be evidence of anything.
+_TERM = re.compile(r"[A-Za-z0-9_./:=-]{6,80}")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+MAX_EVIDENCE_WINDOW = 200
+
+
+def _term(value: str) -> str:
+    if not _TERM.fullmatch(value):
+        _fail("KB058", "an evidence term is one identifier of 6 to 80 characters from A-Z a-z 0-9 _ . / : = - "
+                       "(no spaces, nothing shorter)")
+    if not (any(c in "_./" or c.isdigit() for c in value) or _CAMEL.search(value)):
+        _fail("KB058", "an evidence term must look like code, not a word: give it an '_', '.', '/', a digit or a "
+                       "CamelCase hump (PleOffloadWorker)")
+    return value
+
+
+def _number(value: str) -> str:
+    from kb import patterns  # late, as in _pattern
+
+    try:
+        parts = patterns.parse(value)
+    except patterns.PatternError as exc:
+        _fail("KB059", "malformed evidence number: {why}", why=str(exc))
+    if not any((kind == "text" and any(c.isdigit() for c in text)) or
+               (kind == "slot" and text in ("int", "num", "size", "hex")) for kind, text in parts):
+        _fail("KB059", "an evidence number holds a digit or a number placeholder (int, num, size or hex)")
+    return value
+
+
+def _window(value: int) -> int:
+    if not 2 <= value <= MAX_EVIDENCE_WINDOW:
+        _fail("KB058", "an evidence window is 2 to {most} lines", most=MAX_EVIDENCE_WINDOW)
+    return value
+
+
+Term = Annotated[str, Field(max_length=80), AfterValidator(_term)]
+NumberPattern = Annotated[str, Field(min_length=1, max_length=60), AfterValidator(_literal), AfterValidator(_number)]
+
+
+class Evidence(Record):
+    """Identifiers (and numbers) that show the cell when all of them appear within `window` lines."""
+
+    terms: list[Term] = Field(min_length=2, max_length=6)
+    numbers: list[NumberPattern] = Field(default=[], max_length=4)
+    window: Annotated[int, AfterValidator(_window)] = 20
+    note: Text | None = None
+
+    @field_validator("terms")
+    @classmethod
+    def _distinct(cls, terms: list[str]) -> list[str]:
+        if len(set(terms)) != len(terms):
+            _fail("KB058", "each evidence term is listed once")
+        return terms
+
+
 class Hardware(Record):
     architectures: list[Arch] = Field(min_length=1, max_length=4)
     gpus: list[Text] = Field(min_length=1, max_length=20)
@@ -414,6 +472,7 @@ class Entry(Record):
     symptoms: list[SymptomClass] = Field(min_length=1, max_length=6)
     status: Status
     signatures: list[Signature] = Field(min_length=1, max_length=20)
+    evidence: list[Evidence] = Field(default=[], max_length=6)
     hardware: Hardware
     components: list[Component] = Field(min_length=1, max_length=20)
     mechanism: Markdown

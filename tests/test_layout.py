@@ -10,7 +10,7 @@ import pytest
 RENDERING = ("kb.pages", "jinja2", "markdown_it", "nh3", "kb.charts", "mkdocs")
 
 
-@pytest.mark.parametrize("module", ["kb.match", "kb.doctor", "kb.catalog", "kb.lint"])
+@pytest.mark.parametrize("module", ["kb.match", "kb.evidence", "kb.doctor", "kb.catalog", "kb.lint"])
 def test_module_does_not_import_the_renderer(module):
     code = f"import sys, {module}; print(' '.join(m for m in {RENDERING!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -20,7 +20,7 @@ GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
 GOOD_TEXT = GOOD.read_text(encoding="utf-8")
 HEADER = re.compile(r"^# kb/entries/(\S+)\s*$", re.M)
 KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:", re.M)
-NEW_RULES = {"KB046", "KB047", "KB048", "KB049", "KB055", "KB056", "KB057"}
+NEW_RULES = {"KB046", "KB047", "KB048", "KB049", "KB055", "KB056", "KB057", "KB058", "KB059", "KB060"}
 
 # Rules whose examples are not fragments of an entry (bytes, sizes, a missing key, a second
 # folder, a hash collision): each has its own test below.

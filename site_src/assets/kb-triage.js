@@ -29,8 +29,11 @@
           (byAnchor[rule.anchor] = byAnchor[rule.anchor] || []).push(rule);
         });
         var anchors = Object.keys(byAnchor).sort();
+        (data.evidence || []).forEach(function (rule) {
+          rule.regexes = rule.numbers.map(function (source) { return new RegExp(source); });
+        });
         return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window,
-                 passes: data.passes, request: compileRequest(data.request) };
+                 passes: data.passes, request: compileRequest(data.request), evidence: data.evidence || [] };
       });
     }
     return engine;
@@ -74,12 +77,81 @@
         if (!(i + 1 in hit.texts)) { hit.lines.push(i + 1); hit.texts[i + 1] = line; }
       });
     });
+    matchEvidence(e, lines, hits);
     return Object.keys(hits).map(function (k) { return hits[k]; }).map(function (hit) {
       var best = hit.signatures[0];
       hit.signatures.forEach(function (s) { if (s[1] > best[1]) best = s; });
       hit.signature = best[0];
       return hit;
     }).sort(function (a, b) { return b.score - a.score || (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0); });
+  }
+
+  // Evidence (kb/evidence.py): a cell shown by identifiers seen together within a window of lines,
+  // for logs that print no error line. Terms are case-sensitive whole identifiers; numbers are
+  // patterns over normalised lines. The window is the first line e where every term and number
+  // was last seen at or after e - window + 1; those last sightings are the lines shown.
+  var IDENT = /[A-Za-z0-9_]/;
+
+  function hasTerm(line, term) {
+    var at = line.indexOf(term);
+    while (at >= 0) {
+      var end = at + term.length;
+      if (!(IDENT.test(term[0]) && at > 0 && IDENT.test(line[at - 1])) &&
+          !(IDENT.test(term[term.length - 1]) && end < line.length && IDENT.test(line[end]))) return true;
+      at = line.indexOf(term, at + 1);
+    }
+    return false;
+  }
+
+  function firstWindow(sightings, window) {
+    if (!sightings.length || sightings.some(function (s) { return !s.length; })) return null;
+    var seen = {};
+    sightings.forEach(function (s) { s.forEach(function (n) { seen[n] = true; }); });
+    var events = Object.keys(seen).map(Number).sort(function (a, b) { return a - b; });
+    var at = sightings.map(function () { return 0; }), last = sightings.map(function () { return 0; });
+    for (var i = 0; i < events.length; i++) {
+      var e = events[i];
+      sightings.forEach(function (lines, k) {
+        while (at[k] < lines.length && lines[at[k]] <= e) { last[k] = lines[at[k]]; at[k]++; }
+      });
+      if (Math.min.apply(null, last) >= Math.max(1, e - window + 1)) {
+        var out = {};
+        last.forEach(function (n) { out[n] = true; });
+        return Object.keys(out).map(Number).sort(function (a, b) { return a - b; });
+      }
+    }
+    return null;
+  }
+
+  function matchEvidence(e, lines, hits) {
+    if (!e.evidence.length) return;
+    var texts = lines.map(function (raw) { return raw.replace(/\r$/, ""); });
+    var normalised = {};
+    e.evidence.forEach(function (rule) {
+      var sightings = rule.terms.map(function (term) {
+        var found = [];
+        texts.forEach(function (line, i) { if (hasTerm(line, term)) found.push(i + 1); });
+        return found;
+      });
+      rule.regexes.forEach(function (regex, j) {
+        var found = [];
+        texts.forEach(function (line, i) {
+          var lower = line.toLowerCase();
+          if (!rule.words[j].every(function (w) { return lower.indexOf(w) >= 0; })) return;
+          if (!(i in normalised)) normalised[i] = normalise(e, line);
+          if (regex.test(normalised[i])) found.push(i + 1);
+        });
+        sightings.push(found);
+      });
+      var shown = firstWindow(sightings, rule.window);
+      if (!shown) return;
+      var hit = hits[rule.entry] = hits[rule.entry] ||
+        { entry: rule.entry, url: rule.url, title: rule.title, score: 0, lines: [], texts: {}, signatures: [] };
+      hit.signatures.push([rule.label, rule.weight]);
+      hit.score = Math.round((hit.score + rule.weight) * 1000) / 1000;
+      shown.forEach(function (n) { if (!(n in hit.texts)) { hit.lines.push(n); hit.texts[n] = texts[n - 1]; } });
+      hit.lines.sort(function (a, b) { return a - b; });
+    });
   }
 
   // The new-cell request: the same rules and text as `kb match` (kb/request.py), exported in
