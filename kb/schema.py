@@ -260,6 +260,8 @@ class Signature(Record):
     kind: Literal[tuple(facets.KIND_NAMES)]
     match: Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_literal), AfterValidator(_pattern)] | None = None
     note: Text | None = None
+    # A string many unrelated failures print (a CUDA error): its page says it does not identify the cell.
+    generic: bool = False
 
     @field_validator("match")
     @classmethod

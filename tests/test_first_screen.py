@@ -151,3 +151,22 @@ def test_tables_are_styled_and_chart_labels_stay_readable_on_a_phone(site, cells
     context.close()
     assert padding >= 8
     assert label >= 10
+
+
+def test_a_generic_string_says_it_does_not_identify_the_cell(site, cells, page):
+    """A CUDA error many faults print is flagged `generic`: its page says so and points to triage;
+    a specific string's page does not."""
+    from kb.catalog import string_url
+
+    flagged = [(c, s) for c in cells.cells for s in c.entry.signatures if s.generic]
+    assert flagged
+    with serve(site) as base:
+        for cell, signature in flagged:
+            url = cells.url(cell) if cell.entry.signatures[0] is signature else string_url(signature.text)
+            page.goto(base + url)
+            notice = page.locator(".kb-generic")
+            assert notice.is_visible() and "does not identify this failure" in notice.inner_text()
+            assert notice.locator("a").get_attribute("href").endswith("triage/")
+        specific = next(c for c in cells.cells if not c.entry.signatures[0].generic)
+        page.goto(base + cells.url(specific))
+        assert page.locator(".kb-generic").count() == 0
