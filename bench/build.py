@@ -260,7 +260,7 @@ def stage_mkdocs(args) -> dict:
     cells = _cells(args.cache)
     files = len(lint.entry_files([args.entries]))
     lint.check = lint.cached_check = lambda paths, *cache: lint.Result(cells=cells, problems=[], files=files)  # checked by the first stage
-    search.build_index = lambda site_dir: "Indexed 0 pages (skipped: the search stage indexes this site)"
+    search.build_index = lambda site_dir, output=None: "Indexed 0 pages (skipped: the search stage indexes this site)"
     generate_seconds = []
 
     class _Grab(logging.Handler):
