@@ -44,8 +44,9 @@ def on_config(config):
                              repo_url=extra["kb_repo_url"])
     except GenerateError as exc:
         raise PluginError(str(exc)) from exc
-    # Pages under e/ share the theme's chrome: the theme renders one stand-in per kind of shell and
-    # on_post_build fills it for each page (kb.shell); the others go through the theme one by one.
+    # Pages outside the navigation share the theme's chrome within a folder: the theme renders one
+    # stand-in per folder (kb.shell) and on_post_build fills it for each page; the pages the
+    # navigation lists go through the theme one by one.
     in_nav = _nav_sources(config["nav"] or [])
     rendered, filled = shell.without(generated.pages, in_nav) if extra.get("kb_shells", True) else (generated.pages, [])
     stand_ins = {kind: shell.stand_in(kind) for kind in sorted({shell.kind_of(p) for p in filled})}
