@@ -24,6 +24,7 @@ read collects the text of the reported lines. Pure: no rendering, no check.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 EVIDENCE_WEIGHT = 0.6
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 1024 * 1024  # numbers are tested on the first MAX_LINE bytes of a line
+_NEWLINE = re.compile(b"\n")
 _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -175,26 +177,54 @@ def _term_lines(stream: BinaryIO, terms: list[str]) -> dict[str, list[int]]:
     return found
 
 
+BLOCK = 256 * 1024  # _lines looks for line ends only inside blocks of this size that hold a wanted line
+
+
 def _lines(stream: BinaryIO, wanted: set[int]) -> dict[int, str]:
-    """The text of the wanted lines (decoded, without the line end, cut at MAX_LINE bytes)."""
+    """The text of the wanted lines (decoded, without the line end, cut at MAX_LINE bytes).
+
+    Blocks without a wanted line are only counted (bytes.count); line ends are listed only in a
+    block that holds one, so memory stays bounded by BLOCK whatever the log looks like."""
     out: dict[int, str] = {}
-    if not wanted:
+    targets = sorted(wanted)
+    if not targets:
         return out
     stream.seek(0)
-    last = max(wanted)
-    number = 1
-    while number <= last:
-        raw = stream.readline(MAX_LINE)
-        if not raw:
+    k = 0
+    number = 1  # the line the next byte read belongs to
+    current: bytes | None = None  # the start of a wanted line that goes on past the block
+    while k < len(targets):
+        data = stream.read(CHUNK)
+        if not data:
             break
-        if number in wanted:
-            out[number] = raw.rstrip(b"\n").decode("utf-8", errors="replace").rstrip("\r")
-        while not raw.endswith(b"\n"):  # the rest of a line longer than MAX_LINE
-            raw = stream.readline(MAX_LINE)
-            if not raw:
+        for offset in range(0, len(data), BLOCK):
+            block = data[offset:offset + BLOCK]
+            last = number + block.count(b"\n")  # the line of the block's final byte
+            if targets[k] > last:
+                number = last
+                continue
+            ends = [m.start() for m in _NEWLINE.finditer(block)]
+            while k < len(targets) and targets[k] <= last:
+                i = targets[k] - number
+                begin = ends[i - 1] + 1 if i else 0
+                if i < len(ends):
+                    piece = block[begin:ends[i]]
+                    out[targets[k]] = _text((current or b"") + piece)
+                    current = None
+                    k += 1
+                else:  # the line goes on in the next block
+                    current = ((current or b"") + block[begin:])[:MAX_LINE]
+                    break
+            number = last
+            if k == len(targets):
                 break
-        number += 1
+    if current and k < len(targets):  # the log's last line, without a line end (none after a final "\n")
+        out[targets[k]] = _text(current)
     return out
+
+
+def _text(raw: bytes) -> str:
+    return raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
 
 
 def scan(rule_list: list[Rule], stream: BinaryIO) -> tuple[list[Found], dict[int, str]]:
