@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -30,12 +29,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 TARGET = 2.0
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000])
@@ -43,7 +36,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
     import synth
-    from browser import CHROMIUM, CHROMIUM_ARGS
+    from browser import CHROMIUM, CHROMIUM_ARGS, free_port, serve_config
     from playwright.sync_api import sync_playwright
 
     from kb import lint
@@ -55,17 +48,13 @@ def main() -> int:
         entries = work / f"serve-synth-{n}"
         shutil.rmtree(entries, ignore_errors=True)
         synth.main([str(n), "--out", str(entries)])
-        config = work / f"serve-{n}.yml"
-        # Paths in a config are read from its own folder: the inherited relative ones are made absolute.
-        config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {ROOT / 'site_src'}\n"
-                          f"hooks:\n  - {ROOT / 'hooks' / 'kb_pages.py'}\n"
-                          f"theme:\n  name: material\n  custom_dir: {ROOT / 'templates' / 'theme'}\n"
-                          f"extra:\n  kb_entries: {entries}\n  kb_url_lock: ''\n  kb_redirects: ''\n"
-                          f"watch:\n  - {entries}\n  - {ROOT / 'templates'}\n", encoding="utf-8")
+        folder = work / f"serve-{n}"
+        folder.mkdir(exist_ok=True)
+        config = serve_config(entries, folder)
         cells = Site(lint.check([entries]).cells)
         edited = max(cells.cells, key=lambda c: len(c.entry.related))
         path = entries / f"{edited.id}.yaml"
-        port = _port()
+        port = free_port()
         env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
         server = subprocess.Popen([str(Path(sys.executable).with_name("mkdocs")), "serve", "-f", str(config),
                                    "-a", f"127.0.0.1:{port}"],

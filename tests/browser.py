@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import socket
 import threading
 from pathlib import Path
 
@@ -19,9 +20,10 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve(directory: Path, prefix: str = ""):
+def serve(directory: Path, prefix: str = "", not_found: Path | None = None):
     """Serve `directory` on a free port; yields the base URL. With `prefix`, the site is
-    served under that sub-path (as on GitHub Pages) and everything else is a 404."""
+    served under that sub-path (as on GitHub Pages) and everything else is a 404; with
+    `not_found`, a 404 answers with that page, as GitHub Pages answers with 404.html."""
     root = directory
 
     class Handler(_Quiet):
@@ -31,6 +33,16 @@ def serve(directory: Path, prefix: str = ""):
                     return str(root / "__outside_prefix__")
                 path = "/" + path[len(prefix):]
             return super().translate_path(path)
+
+        def send_error(self, code, message=None, explain=None):
+            if code != 404 or not_found is None:
+                return super().send_error(code, message, explain)
+            body = not_found.read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -50,3 +62,23 @@ def search(page, query: str, timeout: float = 10000) -> list[str]:
         "q => document.getElementById('kb-search').getAttribute('data-done-query') === q",
         arg=query.strip(), timeout=timeout)
     return [a.get_attribute("href") for a in page.query_selector_all(".kb-search__link")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_config(entries: Path, folder: Path) -> Path:
+    """A config for `mkdocs serve -f` that inherits the project's mkdocs.yml and points the hook
+    at `entries` (watched). Paths in a config are read from its own folder, so the inherited
+    relative ones are written out absolute."""
+    root = Path(__file__).resolve().parent.parent
+    config = folder / "mkdocs.yml"
+    config.write_text(f"INHERIT: {root / 'mkdocs.yml'}\ndocs_dir: {root / 'site_src'}\n"
+                      f"hooks:\n  - {root / 'hooks' / 'kb_pages.py'}\n"
+                      f"theme:\n  name: material\n  custom_dir: {root / 'templates' / 'theme'}\n"
+                      f"extra:\n  kb_entries: {entries}\n  kb_url_lock: ''\n  kb_redirects: ''\n"
+                      f"watch:\n  - {entries}\n", encoding="utf-8")
+    return config

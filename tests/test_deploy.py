@@ -5,16 +5,13 @@ under the sub-path. Without SITE_URL it stops and says why."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import re
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
+from browser import serve
 from conftest import ROOT, checked_site
 
 SITE_URL = "https://example.org/kb/"  # the README's example
@@ -70,42 +67,8 @@ def test_canonical_sitemap_robots_feed(deployed):
     assert f'<link rel="self" href="{SITE_URL}feed.xml"' in feed
 
 
-@contextlib.contextmanager
-def _pages_host(directory: Path):
-    """Serves `directory` under /kb/ the way GitHub Pages does: a missing path gets 404.html."""
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def send_head(self):
-            if not self.path.startswith(PREFIX):
-                self.send_error(404)
-                return None
-            self.path = "/" + self.path[len(PREFIX):]
-            target = Path(self.translate_path(self.path))
-            if target.is_dir():
-                target = target / "index.html"
-            if not target.exists():
-                body = (directory / "404.html").read_bytes()
-                self.send_response(404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return None
-            return super().send_head()
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(directory)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}{PREFIX}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_404_page_works_at_any_depth(deployed, page):
-    with _pages_host(deployed) as base:
+    with serve(deployed, prefix=PREFIX, not_found=deployed / "404.html") as base:
         response = page.goto(base + "e/no-such-error/deeper/still/")
         assert response.status == 404
         assert page.locator("h1").inner_text() == "No page at this address"

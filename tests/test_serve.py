@@ -5,34 +5,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from browser import search
+from browser import free_port, search, serve_config
 from conftest import FIXTURES, ROOT, checked_site
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_an_edit_shows_in_the_open_page_and_then_in_search(tmp_path, page):
     entries = tmp_path / "entries"
     shutil.copytree(FIXTURES / "site", entries)
-    config = tmp_path / "mkdocs.yml"  # the project's config, pointed at these entries
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {ROOT / 'site_src'}\n"
-                      f"hooks:\n  - {ROOT / 'hooks' / 'kb_pages.py'}\n"
-                      f"theme:\n  name: material\n  custom_dir: {ROOT / 'templates' / 'theme'}\n"
-                      f"extra:\n  kb_entries: {entries}\n  kb_url_lock: ''\n  kb_redirects: ''\n"
-                      f"watch:\n  - {entries}\n", encoding="utf-8")
+    config = serve_config(entries, tmp_path)
     site = checked_site(entries)
     cell = max(site.cells, key=lambda c: len(c.entry.related))
-    port = _port()
+    port = free_port()
     server = subprocess.Popen([str(Path(sys.executable).with_name("mkdocs")), "serve", "-f", str(config),
                                "-a", f"127.0.0.1:{port}"], cwd=ROOT, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
