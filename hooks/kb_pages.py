@@ -145,8 +145,7 @@ def _index(site_dir: Path, strict: bool) -> None:
             raise PluginError(str(exc)) from exc
         log.error("kb: %s", exc)
         return
-    pages = re.search(r"Indexed (\d+) pages?", summary)
-    log.info("kb: search index of %s pages in %.2fs", pages.group(1) if pages else "?", time.perf_counter() - started)
+    log.info("kb: search index of %s pages in %.2fs", search.pages_indexed(summary), time.perf_counter() - started)
 
 
 def on_startup(command, dirty):

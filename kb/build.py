@@ -18,7 +18,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -119,16 +118,15 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
             return 1
         _swap_in(index, site_dir / SEARCH_FOLDER)
-    indexed = re.search(r"Indexed (\d+) pages?", summary)
-    print(f"built {pages} pages into {site_dir} and searched {indexed.group(1) if indexed else '?'} of them "
+    print(f"built {pages} pages into {site_dir} and searched {search.pages_indexed(summary)} of them "
           f"in {time.perf_counter() - started:.2f}s")
     return 0
 
 
 def _render(staging: Path, entries: Path, config_file: Path, site_url: str | None, lock: Path | None,
             redirects: Path | None, checked: lint.Result, repo_url: str | None = None, shells: bool = True) -> None:
-    """Runs mkdocs (with the kb hook and the search index) into `staging`. What the hook needs
-    travels in this build's config (`extra`), never in the environment."""
+    """Runs mkdocs (with the kb hook, without the search index: `build` adds it) into `staging`.
+    What the hook needs travels in this build's config (`extra`), never in the environment."""
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 

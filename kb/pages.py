@@ -48,9 +48,9 @@ def _templates_fingerprint() -> str:
 
 class Renderer:
     def __init__(self, site: Site, repo_url: str | None = None, cache: Cache | None = None):
-        """`cache` (kb.cache) keeps the pages of cells: a page is rendered again only when
-        something it shows changed (its cells, the titles and URLs of the cells it links to,
-        the templates, this code)."""
+        """`cache` (kb.cache) keeps cell, pointer, disambiguation and listing pages: a page is
+        rendered again only when something it shows changed (its cells, the cells it links to,
+        the templates, this code, the repository URL)."""
         self.site = site
         self.cache = cache
         self._shown_by_id: dict[str, str] = {}

@@ -23,6 +23,12 @@ class SearchIndexError(RuntimeError):
     pass
 
 
+def pages_indexed(summary: str) -> str:
+    """How many pages Pagefind's summary says it indexed ("?" when it does not say)."""
+    found = re.search(r"Indexed (\d+) pages?", summary)
+    return found.group(1) if found else "?"
+
+
 def build_index(site_dir: Path, output: Path | None = None) -> str:
     """Index `site_dir` into `output` (default `site_dir/pagefind/`); returns Pagefind's summary."""
     where = ["--output-path", str(output.resolve())] if output is not None else ["--output-subdir", "pagefind"]
