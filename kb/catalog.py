@@ -70,6 +70,11 @@ class Paging:
     def url(self) -> str:
         return paged_url(self.base, self.number)
 
+    @property
+    def key(self) -> str:
+        """Everything of the paging a page shows (its URL, pager and counts), for a cache key."""
+        return repr((self.base, self.number, self.count, self.total, self.start, self.stop))
+
     def url_of(self, number: int) -> str:
         return paged_url(self.base, number)
 

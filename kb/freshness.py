@@ -145,19 +145,34 @@ def pages(renderer) -> list[Page]:
         totals[d.as_of] = totals.get(d.as_of, 0) + 1
     context = dict(reference=reference, watched=WATCHED, days=STALE_AFTER_DAYS, records=len(cells),
                    claim_count=len(claims), waiting_count=len(late), waiting_url=WAITING_URL, links_read=links_read)
+    # A page is rendered again only when what it shows changed: the claims on it (their cells'
+    # records), the counts every page repeats, and on the first page the months and longest waits.
+    shared = repr((str(reference), len(cells), len(claims), len(late), sorted(totals.items())))
     out = []
     for paging, chunk in paginate(URL, claims, PER_PAGE):
-        previous = claims[paging.start - 1].as_of if paging.start else None
-        groups = [(as_of, as_of == previous, list(items)) for as_of, items in groupby(chunk, key=lambda d: d.as_of)]
-        body = renderer._render("freshness.html", paging.url, paging=paging, groups=groups, totals=totals,
-                                months=by_month(claims) if paging.number == 1 else [],
-                                waiting=late[:WAITING_SHOWN] if paging.number == 1 else [], **context)
-        out.append(Page(paging.url, paged_title("Freshness", paging),
-                        "Every dated claim of the Blackwell serving-failure index, oldest first, and the fixes "
-                        f"that have waited more than {STALE_AFTER_DAYS} days.", body, "index"))
+        months = by_month(claims) if paging.number == 1 else []
+        shown_late = late[:WAITING_SHOWN] if paging.number == 1 else []
+        key = ["freshness", shared, paging.key, repr(months),
+               *[part for d in chunk for part in (renderer._shown(d.cell), d.field)],
+               *[part for cell, age in shown_late for part in (renderer._shown(cell), str(age))]]
+        out.append(renderer._cached(key, lambda: _claims_page(renderer, paging, claims, chunk, totals, months,
+                                                              shown_late, context)))
     for paging, chunk in paginate(WAITING_URL, late):
-        body = renderer._render("freshness_waiting.html", paging.url, paging=paging, waiting=chunk, **context)
-        out.append(Page(paging.url, paged_title("Fixes waiting", paging),
-                        f"Cells whose fix was proposed or merged on main and whose status was read more than "
-                        f"{STALE_AFTER_DAYS} days ago, longest waiting first.", body, "index"))
+        key = ["freshness waiting", shared, paging.key,
+               *[part for cell, age in chunk for part in (renderer._shown(cell), str(age))]]
+        out.append(renderer._cached(key, lambda: Page(
+            paging.url, paged_title("Fixes waiting", paging),
+            f"Cells whose fix was proposed or merged on main and whose status was read more than "
+            f"{STALE_AFTER_DAYS} days ago, longest waiting first.",
+            renderer._render("freshness_waiting.html", paging.url, paging=paging, waiting=chunk, **context), "index")))
     return out
+
+
+def _claims_page(renderer, paging, claims, chunk, totals, months, shown_late, context) -> Page:
+    previous = claims[paging.start - 1].as_of if paging.start else None
+    groups = [(as_of, as_of == previous, list(items)) for as_of, items in groupby(chunk, key=lambda d: d.as_of)]
+    body = renderer._render("freshness.html", paging.url, paging=paging, groups=groups, totals=totals, months=months,
+                            waiting=shown_late, **context)
+    return Page(paging.url, paged_title("Freshness", paging),
+                "Every dated claim of the Blackwell serving-failure index, oldest first, and the fixes "
+                f"that have waited more than {STALE_AFTER_DAYS} days.", body, "index")

@@ -131,7 +131,7 @@ def _validate(loaded: Loaded, cell_id: str) -> tuple[Entry | None, list[Problem]
         return None, problems
 
 
-def _cross_checks(cells: list[Cell], ids: set[str]) -> list[Problem]:
+def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]:
     problems: list[Problem] = []
     owners: dict[str, list[Cell]] = defaultdict(list)
     slugs: dict[str, set[str]] = defaultdict(set)
@@ -173,7 +173,7 @@ def _cross_checks(cells: list[Cell], ids: set[str]) -> list[Problem]:
                         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                                 f"URL slug {key!r} is shared with a different text; reword one",
                                                 "KB041", signature.text))
-    problems.extend(_look_alikes(cells))
+    problems.extend(_look_alikes(cells, cache))
     problems.extend(_one_way_related(cells))
     problems.extend(_status_against_links(cells))
     problems.extend(_fix_versions(cells))
@@ -245,15 +245,32 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
 _TOKEN = re.compile(r"[a-z0-9_]+")
 
 
-def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
+def _signature_forms(signature, cache) -> tuple[patterns.Compiled, str]:
+    """A signature's pattern and its normalised text; from `cache` (kb.cache, the check's) when
+    this code prepared the same signature before."""
+    if cache is None:
+        return patterns.compile_signature(signature.text, signature.match), normalise(signature.text)
+    key = fingerprint("signature forms", cache.code, signature.text, signature.match or "", str(signature.match is None))
+    forms = cache.get(key)
+    if forms is None:
+        forms = patterns.compile_signature(signature.text, signature.match), normalise(signature.text)
+        cache.put(key, forms)
+    return forms
+
+
+def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cell, int]]:
     """(a, i, b, j) for each two cells, neither listing the other in `related`, where a log line
     fits both: a's signature i and b's signature j (one's literal text matches the other's
     pattern, as `kb match` would match it: `kb.patterns` over `kb.normalise`d text, a named
-    symptom as whole words only). The first such signatures of the pair are named."""
+    symptom as whole words only). The first such signatures of the pair are named. `cache`:
+    the check's, which keeps each signature's pattern and normalised text."""
     # Each pattern is filed under one of its words, which every line it matches contains: the
     # word fewest signature texts hold, so each text is tried against few patterns (a common
-    # word such as "memory" would make the pass grow as N squared).
-    compiled = [(cell, j, signature, patterns.compile_signature(signature.text, signature.match))
+    # word such as "memory" would make the pass grow as N squared). An expression is compiled
+    # only when a text holds all its words (most never are).
+    forms = {(cell.id, j): _signature_forms(signature, cache)
+             for cell in cells for j, signature in enumerate(cell.entry.signatures)}
+    compiled = [(cell, j, signature, forms[cell.id, j][0])
                 for cell in cells for j, signature in enumerate(cell.entry.signatures)]
     held: dict[str, int] = defaultdict(int)
     for _, _, signature, _ in compiled:
@@ -265,7 +282,7 @@ def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
         # atomic, linear in the text it is run on.
         source = patterns.search_source(pattern, signature.kind)
         anchor = min(pattern.words, key=lambda w: (held.get(w, 0), -len(w), w)) if pattern.words else pattern.anchor
-        by_anchor[anchor].append((cell, j, patterns.regex(source), pattern.words))
+        by_anchor[anchor].append((cell, j, source, pattern.words))
     always = by_anchor.pop("", [])
     anchors = sorted(by_anchor)
     automaton = ahocorasick_rs.AhoCorasick(anchors) if anchors else None
@@ -273,14 +290,14 @@ def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
     for cell in cells:
         for i, signature in enumerate(cell.entry.signatures):
             lower = signature.text.lower()
-            normal = normalise(signature.text)
+            normal = forms[cell.id, i][1]
             present = {anchors[k] for k, _, _ in automaton.find_matches_as_indexes(lower, overlapping=True)} \
                 if automaton else set()
-            for other, j, regex, words in always + [c for a in sorted(present) for c in by_anchor[a]]:
+            for other, j, source, words in always + [c for a in sorted(present) for c in by_anchor[a]]:
                 key = (cell.id, other.id)
                 if other.id == cell.id or (key in first and first[key] <= (i, j)):
                     continue
-                if all(word in lower for word in words) and regex.search(normal):
+                if all(word in lower for word in words) and patterns.regex(source).search(normal):
                     first[key] = (i, j)
     by_id = {c.id: c for c in cells}
     pairs = []
@@ -296,10 +313,10 @@ def look_alike_pairs(cells: list[Cell]) -> list[tuple[Cell, int, Cell, int]]:
     return pairs
 
 
-def _look_alikes(cells: list[Cell]) -> list[Problem]:
+def _look_alikes(cells: list[Cell], cache=None) -> list[Problem]:
     """KB047: two cells whose signatures match one same line list each other in `related`."""
     problems: list[Problem] = []
-    for a, i, b, j in look_alike_pairs(cells):
+    for a, i, b, j in look_alike_pairs(cells, cache):
         for cell, k, other, m in ((a, i, b, j), (b, j, a, i)):
             loc = ("signatures", k, "text")
             problems.append(Problem(
@@ -469,6 +486,6 @@ def check(paths: list[Path], cache=None) -> Result:
         first_path[cell_id] = path
         if entry is not None:
             cells.append(Cell(cell_id, path, entry, lines))
-    problems.extend(_cross_checks(cells, set(first_path)))
+    problems.extend(_cross_checks(cells, set(first_path), cache))
     problems.sort(key=Problem.sort_key)
     return Result(cells=cells, problems=problems, files=len(files))

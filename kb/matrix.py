@@ -219,16 +219,22 @@ def pages(renderer) -> list[Page]:
         for gc in row.cells:
             title = f"{row.name} on {gc.hardware_name}"
             for paging, items in paginate(gc.url, list(gc.items)):
-                out.append(Page(paging.url, paged_title(title, paging),
-                                f"{len(gc.items)} Blackwell serving failure cell(s) with {row.name} on "
-                                f"{gc.hardware_name}.",
-                                renderer._render("matrix_listing.html", paging.url, title=title, items=items,
-                                                 unplaced=None, paging=paging), "index"))
+                # A listing page shows its items' cells and versions, and where it sits in the paging.
+                key = ["matrix listing", title, paging.key,
+                       *[part for item in items for part in (renderer._shown(item.cell), *item.versions, "")]]
+                out.append(renderer._cached(key, lambda: Page(
+                    paging.url, paged_title(title, paging),
+                    f"{len(gc.items)} Blackwell serving failure cell(s) with {row.name} on {gc.hardware_name}.",
+                    renderer._render("matrix_listing.html", paging.url, title=title, items=items, unplaced=None,
+                                     paging=paging), "index")))
     title = "Cells not on the serving matrix"
     for paging, unplaced in paginate(NOT_PLACED_URL, list(matrix.unplaced)):
-        out.append(Page(paging.url, paged_title(title, paging),
-                        f"{len(matrix.unplaced)} cell(s) whose GPUs or components name no column or row of the "
-                        "serving matrix, and why.",
-                        renderer._render("matrix_listing.html", paging.url, title=title, items=None,
-                                         unplaced=unplaced, paging=paging), "index"))
+        key = ["matrix unplaced", paging.key,
+               *[part for cell, why in unplaced for part in (renderer._shown(cell), why)]]
+        out.append(renderer._cached(key, lambda: Page(
+            paging.url, paged_title(title, paging),
+            f"{len(matrix.unplaced)} cell(s) whose GPUs or components name no column or row of the "
+            "serving matrix, and why.",
+            renderer._render("matrix_listing.html", paging.url, title=title, items=None, unplaced=unplaced,
+                             paging=paging), "index")))
     return out

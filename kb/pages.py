@@ -36,9 +36,9 @@ def first_sentence(text: str) -> str:
     return text[: found.end()] if found else text
 
 
-# What a cell, pointer or disambiguation page depends on besides its cells: this code, the
-# templates, and the packages that turn records into HTML.
-RENDER_MODULES = ["pages", "prose", "charts", "facets", "catalog", "slug", "page", "schema"]
+# What a cached page (cell, pointer, disambiguation, listing, matrix, freshness) depends on
+# besides its cells: this code, the templates, and the packages that turn records into HTML.
+RENDER_MODULES = ["pages", "prose", "charts", "facets", "catalog", "slug", "page", "schema", "matrix", "freshness"]
 RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
 
 
@@ -134,8 +134,7 @@ class Renderer:
                               self._render("facet.html", here, facet=facet, title=title, groups=groups), "index"))
             for value, (name, cells) in groups.items():
                 for paging, chunk in paginate(facet_url(facet, value), cells):
-                    key = ["listing", facet, title, name, paging.url, str((paging.number, paging.count, paging.start,
-                           paging.stop, paging.total)), *[self._shown(c) for c in chunk]]
+                    key = ["listing", facet, title, name, paging.key, *[self._shown(c) for c in chunk]]
                     pages.append(self._cached(key, lambda: self._listing(facet, title, name, cells, chunk, paging)))
         return pages
 
