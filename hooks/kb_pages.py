@@ -5,10 +5,8 @@ All generation lives in `kb/`; this file only maps it onto mkdocs events.
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
-import re
 import threading
 import time
 from pathlib import Path
@@ -19,46 +17,36 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 from kb import search, shell
-from kb.origin import origin_repo
-from kb.generate import GenerateError, generate
+from kb.generate import GenerateError
 
 log = logging.getLogger("mkdocs.hooks.kb")
 _state: dict = {}
-MARKER = re.compile(r"<!--\s*kb:([a-z-]+)\s*-->")
-
-
-def _path(extra: dict, key: str) -> Path | None:
-    return Path(extra[key]) if extra.get(key) else None
 
 
 def on_config(config):
-    # mkdocs.yml names the entries, the URL lock and the redirects; `kb build` may set them (and
-    # hand on its check, `kb_checked`) in this build's config.
+    # mkdocs.yml names the entries, the URL lock and the redirects; `kb build` may set them in
+    # this build's config, and hands on the site it generated (`kb_layout`).
     extra = config["extra"]
-    entries = Path(extra.get("kb_entries") or "kb/entries")
+    layout = extra.pop("kb_layout", None)
+    if layout is None:
+        try:
+            layout = shell.layout(extra, config["site_url"], config["nav"], Path(config["config_file_path"]).parent)
+        except GenerateError as exc:
+            raise PluginError(str(exc)) from exc
     # The theme's footer and the cells' Edit and Report links use the repository.
-    extra["kb_repo_url"] = extra.get("kb_repo_url") or origin_repo(Path(config["config_file_path"]).parent)
-    try:
-        generated = generate(entries, config["site_url"] or None, _path(extra, "kb_url_lock"),
-                             _path(extra, "kb_redirects"), checked=extra.pop("kb_checked", None),
-                             repo_url=extra["kb_repo_url"])
-    except GenerateError as exc:
-        raise PluginError(str(exc)) from exc
+    extra["kb_repo_url"] = layout.repo_url
     # Pages outside the navigation share the theme's chrome within a folder: the theme renders one
     # stand-in per folder (kb.shell) and on_post_build fills it for each page; the pages the
     # navigation lists go through the theme one by one.
-    in_nav = _nav_sources(config["nav"] or [])
-    rendered, filled = shell.without(generated.pages, in_nav) if extra.get("kb_shells", True) else (generated.pages, [])
-    stand_ins = {kind: shell.stand_in(kind) for kind in sorted({shell.kind_of(p) for p in filled})}
-    _state.update(generated=generated, filled=filled, stand_ins={p.src: kind for kind, p in stand_ins.items()},
-                  shells={}, pages={p.src: p for p in rendered + list(stand_ins.values())})
-    extra["kb_sitemap"] = [(p.url, p.updated) for p in filled]
+    _state.update(layout=layout, generated=layout.generated, filled=layout.filled,
+                  stand_ins={p.src: kind for kind, p in layout.stand_ins.items()}, shells={}, fragments={}, splices={},
+                  pages={p.src: p for p in layout.rendered + list(layout.stand_ins.values())})
+    extra["kb_sitemap_xml"] = layout.sitemap
     # mkdocs stamps sitemap.xml.gz and page dates with the build time unless told otherwise:
     # use the newest record date, so two builds of one commit give the same bytes.
-    newest = max((p.updated for p in generated.pages if p.updated), default="2026-01-01")
-    os.environ["SOURCE_DATE_EPOCH"] = str(int(datetime.datetime.fromisoformat(newest + "T00:00:00+00:00").timestamp()))
-    log.info("kb: %d pages and %d data files in %.2fs", len(generated.pages), len(generated.files),
-             generated.seconds)
+    os.environ["SOURCE_DATE_EPOCH"] = str(layout.epoch)
+    log.info("kb: %d pages and %d data files in %.2fs", len(layout.generated.pages), len(layout.generated.files),
+             layout.generated.seconds)
     return config
 
 
@@ -81,14 +69,20 @@ def on_page_markdown(markdown, page, config, files):
             page.meta["kb_updated"] = generated.updated
         if generated.jsonld:
             page.meta["kb_jsonld"] = generated.jsonld
+        _state["fragments"][page.url] = generated.body
         return markdown
+    filled: list[str] = []
 
     def fill(match):
         if match.group(1) == "newest":
-            return _state["generated"].renderer.newest(page.url)
+            filled.append(_state["generated"].renderer.newest(page.url))
+            return filled[-1]
         raise PluginError(f"{page.file.src_uri}: unknown marker <!-- kb:{match.group(1)} -->")
 
-    return MARKER.sub(fill, markdown)
+    markdown = shell.MARKER.sub(fill, markdown)
+    if filled:
+        _state["fragments"][page.url] = filled[0] if len(filled) == 1 else None
+    return markdown
 
 
 def on_page_content(html, page, config, files):
@@ -96,22 +90,15 @@ def on_page_content(html, page, config, files):
     return generated.body if generated is not None else html
 
 
-def _nav_sources(nav) -> set[str]:
-    """The source paths that mkdocs.yml's navigation lists."""
-    found: set[str] = set()
-    for item in nav if isinstance(nav, list) else [nav]:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        if isinstance(value, list):
-            found |= _nav_sources(value)
-        elif isinstance(value, str):
-            found.add(value)
-    return found
-
-
 def on_post_page(output, page, config):
     kind = _state["stand_ins"].get(page.file.src_uri)
     if kind is not None:
         _state["shells"][kind] = shell.Shell(output, kind)
+    elif page.url in _state["fragments"]:
+        # Kept so `kb build` can put a new fragment in place next time (kb.incremental).
+        fragment = _state["fragments"][page.url]
+        cut = fragment is not None and output.count(fragment) == 1
+        _state["splices"][f"{page.url}index.html"] = tuple(output.split(fragment)) if cut else None
     return output
 
 
@@ -125,6 +112,12 @@ def on_post_build(config):
         folder = site_dir / page.url
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "index.html").write_text(_state["shells"][shell.kind_of(page)].fill(page), encoding="utf-8")
+    built = config["extra"].get("kb_built")
+    if built is not None:  # `kb build` keeps the shells to rebuild the site in place next time
+        sitemap = (site_dir / "sitemap.xml").read_text(encoding="utf-8")
+        cut = bool(_state["layout"].sitemap) and sitemap.count(_state["layout"].sitemap) == 1
+        _state["splices"]["sitemap.xml"] = tuple(sitemap.split(_state["layout"].sitemap)) if cut else None
+        built.update(shells=dict(_state["shells"]), splices=dict(_state["splices"]))
     if config["extra"].get("kb_search_index") is False:
         return  # kb build indexes the site itself, once its pages are in place
     if _state.get("serving"):

@@ -4,7 +4,11 @@ Before anything is touched the target is checked: `kb build` replaces the target
 so it refuses a file, a non-empty folder it did not build (no `.kb-site` marker), the repository,
 the entries folder, anything holding either, anything inside the entries or `.git` (exit 2).
 
-The site is built into a staging folder beside the target and moved in only when every stage
+When an earlier build of the target left its state (`kb.incremental`) and only records changed,
+the files whose content changed are rewritten in place (one rename each) without running the
+engine; otherwise the site is built whole.
+
+A whole site is built into a staging folder beside the target and moved in only when every stage
 succeeded, so a failed build never leaves a half-written or emptied site. Only files whose bytes
 changed are moved, each with one rename over the old file: a reader never finds the site or a
 page missing, and a rebuild with nothing changed touches no file. A lock
@@ -24,7 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb import lint, search
+from kb import incremental, lint, search, shell
+from kb.generate import GenerateError
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".kb-site"
@@ -69,9 +74,11 @@ def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
 
 def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml", site_url: str | None = None,
           lock: Path | None = None, redirects: Path | None = None, repo_url: str | None = None,
-          shells: bool = True) -> int:
+          shells: bool = True, in_place: bool = True) -> int:
     """Check `entries` and build the site into `site_dir`. The URL lock and redirects of the
-    config guard its own entries folder; another folder is built without them unless given."""
+    config guard its own entries folder; another folder is built without them unless given.
+    `in_place`: when an earlier build of `site_dir` left its state (`kb.incremental`), write only
+    the files whose content changed instead of running the engine."""
     from mkdocs.exceptions import MkDocsException
 
     reason = refusal(site_dir, entries, config_file)
@@ -92,23 +99,61 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
     site_dir.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive(site_dir):
         _remove_leftovers(site_dir)
-        staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
-        staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read the site
         try:
-            _render(staging, entries, config_file, site_url, lock, redirects, result, repo_url, shells)
-            (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
-        except (MkDocsException, SystemExit) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
+            with _mkdocs_log():
+                config = _config(config_file, entries, site_url, lock, redirects, repo_url, shells)
+                layout = shell.layout(config["extra"], config["site_url"], config["nav"], config_file.parent,
+                                      checked=result)
+        except (MkDocsException, GenerateError) as exc:
             print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
             return 1
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        # The pages first, the search index right after: an edited page is on disk before
-        # Pagefind has read the whole site again.
-        _swap_in(staging, site_dir, keep=SEARCH_FOLDER)
-        pages = sum(1 for _ in site_dir.rglob("*.html"))
-        print(f"pages: {pages} in place in {site_dir} after {time.perf_counter() - started:.2f}s")
+        docs_dir = Path(config["docs_dir"])
+        options = {key: str(config["extra"].get(key)) for key in
+                   ("kb_entries", "kb_url_lock", "kb_redirects", "kb_shells")}
+        options |= {"site_url": str(config["site_url"]), "repo_url": str(layout.repo_url)}
+        inputs = incremental.inputs(config_file, docs_dir, options)
+        marked = incremental.marked_urls(docs_dir, shell.MARKER)
+        theme = incremental.theme_fingerprint(layout, marked)
+        state = incremental.load(site_dir) if in_place and (site_dir / MARKER).is_file() else None
+        try:
+            changed = incremental.rebuild(site_dir, state, inputs, layout, theme, marked)
+        except incremental.FullBuild as why:
+            changed = None
+            if state is not None:
+                print(f"full build: {why}")
+        if changed is not None:
+            done = f"rebuilt {site_dir} in place: {len(changed)} file(s) rewritten"
+            print(f"pages: {len(changed)} file(s) rewritten in place after {time.perf_counter() - started:.2f}s")
+            if not any(path.endswith(".html") for path in changed):
+                incremental.save(site_dir, state)
+                print(f"{done}, no page changed, the search index kept, in {time.perf_counter() - started:.2f}s")
+                return 0
+        else:
+            incremental.forget(site_dir)  # the site changes whole: no state of the old one stays
+            staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
+            staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read it
+            built: dict = {}
+            try:
+                config["site_dir"] = str(staging)
+                config["extra"].update(kb_layout=layout, kb_built=built)
+                with _mkdocs_log():
+                    mkdocs_build(config)
+                (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+            except (MkDocsException, SystemExit) as exc:
+                shutil.rmtree(staging, ignore_errors=True)
+                print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
+                return 1
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            # The pages first, the search index right after: an edited page is on disk before
+            # Pagefind has read the whole site again.
+            _swap_in(staging, site_dir, keep=SEARCH_FOLDER)
+            state = incremental.State(inputs, theme, built["shells"], built["splices"],
+                                      incremental.identities(layout, marked))
+            pages = sum(1 for _ in site_dir.rglob("*.html"))
+            done = f"built {pages} pages into {site_dir}"
+            print(f"pages: {pages} in place in {site_dir} after {time.perf_counter() - started:.2f}s")
         index = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
         index.chmod(0o755)
         try:
@@ -116,43 +161,55 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         except search.SearchIndexError as exc:
             shutil.rmtree(index, ignore_errors=True)
             print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
-            return 1
+            return 1  # no state is kept: the next build is a full one, which indexes the site again
         _swap_in(index, site_dir / SEARCH_FOLDER)
-    print(f"built {pages} pages into {site_dir} and searched {search.pages_indexed(summary)} of them "
-          f"in {time.perf_counter() - started:.2f}s")
+        # Kept only now: a build killed before this point leaves the site unlike the state (or
+        # no state), so the next one builds and indexes it whole.
+        incremental.save(site_dir, state)
+    print(f"{done} and searched {search.pages_indexed(summary)} of them in {time.perf_counter() - started:.2f}s")
     return 0
 
 
-def _render(staging: Path, entries: Path, config_file: Path, site_url: str | None, lock: Path | None,
-            redirects: Path | None, checked: lint.Result, repo_url: str | None = None, shells: bool = True) -> None:
-    """Runs mkdocs (with the kb hook, without the search index: `build` adds it) into `staging`.
-    What the hook needs travels in this build's config (`extra`), never in the environment."""
-    from mkdocs.commands.build import build as mkdocs_build
+def mkdocs_build(config) -> None:
+    from mkdocs.commands.build import build as engine_build
+
+    engine_build(config)
+
+
+def _config(config_file: Path, entries: Path, site_url: str | None, lock: Path | None, redirects: Path | None,
+            repo_url: str | None, shells: bool):
+    """The engine's config for this build (with the kb hook; without the search index: `build`
+    adds it). What the hook needs travels in the config (`extra`), never in the environment."""
     from mkdocs.config import load_config
 
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    overrides: dict = {"strict": True}
+    if site_url is not None:
+        overrides["site_url"] = site_url
+    config = load_config(str(config_file), **overrides)
+    extra = config["extra"]
+    own = Path(extra.get("kb_entries") or "kb/entries").resolve() == entries.resolve()
+    extra["kb_entries"] = str(entries.resolve())
+    for key, given in (("kb_url_lock", lock), ("kb_redirects", redirects)):
+        if given is not None or not own:
+            extra[key] = str(given) if given is not None else ""
+    extra["kb_shells"] = shells  # False: every page through the theme (tests compare the two)
+    extra["kb_search_index"] = False  # kb build indexes the site after the pages are in place
+    if repo_url is not None:
+        extra["kb_repo_url"] = repo_url
+    return config
+
+
+@contextlib.contextmanager
+def _mkdocs_log():
+    """The engine's stage lines and warnings printed as the build goes."""
     handler = _Progress(logging.INFO)
     logger = logging.getLogger("mkdocs")
     previous_level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
     try:
-        overrides = {"site_dir": str(staging), "strict": True}
-        if site_url is not None:
-            overrides["site_url"] = site_url
-        config = load_config(str(config_file), **overrides)
-        extra = config["extra"]
-        own = Path(extra.get("kb_entries") or "kb/entries").resolve() == entries.resolve()
-        extra["kb_entries"] = str(entries.resolve())
-        for key, given in (("kb_url_lock", lock), ("kb_redirects", redirects)):
-            if given is not None or not own:
-                extra[key] = str(given) if given is not None else ""
-        extra["kb_checked"] = checked
-        extra["kb_shells"] = shells  # False: every page through the theme (tests compare the two)
-        extra["kb_search_index"] = False  # kb build indexes the site after the pages are in place
-        if repo_url is not None:
-            extra["kb_repo_url"] = repo_url
-        mkdocs_build(config)
+        yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous_level)
@@ -180,11 +237,17 @@ def _exclusive(site_dir: Path):
 
 
 def _remove_leftovers(site_dir: Path) -> None:
-    """Deletes the staging and old-site folders of builds that were killed before cleaning up."""
-    prefixes = (f".{site_dir.name}.building-", f".{site_dir.name}.old-", f".{site_dir.name}.index-")
+    """Deletes the staging and old-site folders, and the half-written state, of builds that were
+    killed before cleaning up (a page half-written inside the site makes the next build a full
+    one, which removes it)."""
+    prefixes = (f".{site_dir.name}.building-", f".{site_dir.name}.old-", f".{site_dir.name}.index-",
+                f".{incremental.state_path(site_dir).name}.kb-new.")
     for path in site_dir.parent.iterdir():
         if path.name.startswith(prefixes):
-            shutil.rmtree(path, ignore_errors=True)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def _swap_in(staging: Path, site_dir: Path, keep: str | None = None) -> None:

@@ -102,9 +102,11 @@ class Cache:
     def put(self, key: str, value) -> None:
         self._new[key] = value
 
-    def save(self) -> None:
-        """Write back the entries this run used, when they differ from what is on disk."""
-        if not self.enabled or self._new.keys() == self._old.keys():
+    def save(self, changed: bool = False) -> None:
+        """Write back the entries this run used, when they differ from what is on disk (keys
+        are content hashes, so the same keys hold the same values; `changed`: a key's value
+        was replaced, write anyway)."""
+        if not self.enabled or (not changed and self._new.keys() == self._old.keys()):
             return
         kept = self._new
         self.path.parent.mkdir(parents=True, exist_ok=True)

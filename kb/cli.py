@@ -67,7 +67,8 @@ def _schema(args) -> int:
 def _build(args) -> int:
     from kb import build
 
-    return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url, repo_url=args.repo_url)
+    return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url, repo_url=args.repo_url,
+                       in_place=not args.full)
 
 
 def _site_url(value: str) -> str:
@@ -214,6 +215,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repo-url", type=_repo_url,
                    help="GitHub repository of this knowledge base, for the Edit and Report links (default: the "
                         "checkout's origin remote when it is on GitHub)")
+    p.add_argument("--full", action="store_true",
+                   help="build the site whole with the theme, even when only records changed since the last build "
+                        "of this folder (which rewrites just the files whose content changed)")
     p.set_defaults(run=_build)
 
     p = sub.add_parser("lock", help="record every URL the site publishes in kb/urls.lock (never drops one)")

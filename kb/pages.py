@@ -54,6 +54,7 @@ class Renderer:
         self.site = site
         self.cache = cache
         self._shown_by_id: dict[str, str] = {}
+        self.keys: dict[str, str] = {}  # URL -> cache key of each page rendered through the cache
         self._code = (fingerprint(code_fingerprint(RENDER_MODULES, RENDER_PACKAGES), _templates_fingerprint(),
                                   repo_url or "") if cache is not None else "")
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
@@ -79,6 +80,8 @@ class Renderer:
         if page is None:
             page = make()
             self.cache.put(key, page)
+        if page is not None:
+            self.keys[page.url] = key
         return page
 
     def _shown(self, cell: Cell) -> str:

@@ -14,10 +14,15 @@ token's text is never itself replaced.
 
 from __future__ import annotations
 
+import datetime
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
 from markupsafe import escape
 
+from kb.generate import Generated, generate
+from kb.origin import origin_repo
 from kb.page import Page
 
 _TOKEN = "kbshell{}9f2c7a"
@@ -66,6 +71,15 @@ class Shell:
             position = found.end()
         self.parts.append(html[position:])
 
+    @classmethod
+    def from_parts(cls, parts: list[str]) -> "Shell":
+        """A shell kept as its `parts` (literal text and field names, alternating)."""
+        if len(parts) % 2 != 1 or any(name not in (*TOKENS, "url") for name in parts[1::2]):
+            raise ValueError("not the parts of a shell")
+        shell = cls.__new__(cls)
+        shell.parts = parts
+        return shell
+
     def fill(self, page: Page) -> str:
         values = {"title": str(escape(page.title)), "description": str(escape(page.description)),
                   "body": page.body, "jsonld": page.jsonld or "", "url": page.url.rstrip("/").rpartition("/")[2]}
@@ -75,3 +89,67 @@ class Shell:
 def without(pages: list[Page], in_nav: set[str]) -> tuple[list[Page], list[Page]]:
     """(pages the engine renders, pages filled into shells); `in_nav`: source paths in the navigation."""
     return [p for p in pages if not fits(p, in_nav)], [p for p in pages if fits(p, in_nav)]
+
+
+# A marker a hand-written page puts where generated content goes (`<!-- kb:newest -->`).
+MARKER = re.compile(r"<!--\s*kb:([a-z-]+)\s*-->")
+
+
+@dataclass
+class Layout:
+    """What a site engine builds, and how: the pages the theme renders one by one (`rendered`),
+    the stand-ins it renders once per folder (`stand_ins`, by kind) and the pages filled into
+    them (`filled`), the data files written as they are (`generated.files`)."""
+
+    generated: Generated
+    rendered: list[Page]
+    filled: list[Page]
+    stand_ins: dict[str, Page]
+    sitemap: str  # the <url> elements of the filled pages, which the theme's sitemap.xml puts in as they are
+    epoch: int  # the build's date (SOURCE_DATE_EPOCH): the newest record's `updated`
+    repo_url: str | None
+
+
+def repo_of(extra: dict, config_dir: Path) -> str | None:
+    """The repository the cells' Edit and Report links go to: the config's, or the checkout's origin."""
+    return extra.get("kb_repo_url") or origin_repo(config_dir)
+
+
+def layout(extra: dict, site_url: str | None, nav, config_dir: Path, checked=None) -> Layout:
+    """Generate the site an engine's config describes (`extra`: kb_entries, kb_url_lock,
+    kb_redirects, kb_repo_url, kb_shells) and split it between the theme and the shells.
+    Raises kb.generate.GenerateError."""
+    def path(key: str) -> Path | None:
+        return Path(extra[key]) if extra.get(key) else None
+
+    repo_url = repo_of(extra, config_dir)
+    generated = generate(Path(extra.get("kb_entries") or "kb/entries"), site_url or None, path("kb_url_lock"),
+                         path("kb_redirects"), checked=checked, repo_url=repo_url)
+    in_nav = nav_sources(nav or [])
+    rendered, filled = without(generated.pages, in_nav) if extra.get("kb_shells", True) else (generated.pages, [])
+    stand_ins = {kind: stand_in(kind) for kind in sorted({kind_of(p) for p in filled})}
+    newest = max((p.updated for p in generated.pages if p.updated), default="2026-01-01")
+    epoch = int(datetime.datetime.fromisoformat(newest + "T00:00:00+00:00").timestamp())
+    return Layout(generated, rendered, filled, stand_ins, sitemap_xml(filled, site_url), epoch, repo_url)
+
+
+def sitemap_xml(pages: list[Page], site_url: str | None) -> str:
+    """The sitemap's <url> elements of `pages` (the theme lists the pages it renders itself)."""
+    lines = []
+    for page in pages:
+        lines.append(f"    <url>\n         <loc>{escape((site_url or '/') + page.url)}</loc>\n"
+                     + (f"         <lastmod>{escape(page.updated)}</lastmod>\n" if page.updated else "")
+                     + "    </url>")
+    return "\n".join(lines)
+
+
+def nav_sources(nav) -> set[str]:
+    """The source paths that a mkdocs-style navigation lists."""
+    found: set[str] = set()
+    for item in nav if isinstance(nav, list) else [nav]:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        if isinstance(value, list):
+            found |= nav_sources(value)
+        elif isinstance(value, str):
+            found.add(value)
+    return found

@@ -117,7 +117,7 @@ def test_an_empty_folder_becomes_a_site_with_the_marker(site):
     assert (site / build.MARKER).read_text(encoding="utf-8") == build.MARKER_TEXT
     assert "kb-site" not in (site / "sitemap.xml").read_text(encoding="utf-8")
     assert oct(site.stat().st_mode & 0o777) == oct(0o755)
-    assert _siblings(site) == {".site.lock"}
+    assert _siblings(site) == {".site.lock", ".site.kb-state.json"}
 
 
 def _files(site):
@@ -166,7 +166,7 @@ def test_readers_always_find_the_site_during_rebuilds(site, tmp_path, capsys):
     try:
         time.sleep(0.2)
         for _ in range(3):
-            assert main(["build", "--preview", "-d", str(site), "--entries", str(ENTRIES)]) == 0
+            assert main(["build", "--preview", "--full", "-d", str(site), "--entries", str(ENTRIES)]) == 0
     finally:
         stop.touch()
         checks, missing = map(int, poller.communicate(timeout=30)[0].split())
@@ -174,7 +174,7 @@ def test_readers_always_find_the_site_during_rebuilds(site, tmp_path, capsys):
     assert checks > 1000
     assert capsys.readouterr().out.count(f"pages into {site} and searched") == 3
     assert (site / build.MARKER).is_file()
-    assert _siblings(site) == {".site.lock"}
+    assert _siblings(site) == {".site.lock", ".site.kb-state.json"}
 
 
 def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, capsys):
@@ -211,7 +211,7 @@ def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, cap
     assert (target / "index.html").is_file()
     assert not any(folder.exists() for folder in stale)
     assert foreign.is_dir()
-    assert _siblings(target) == {".site.lock"}
+    assert _siblings(target) == {".site.lock", ".site.kb-state.json"}
 
 
 def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeypatch):
@@ -248,4 +248,4 @@ def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeyp
     assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 1
     assert any("Renamed again " in p.read_text(encoding="utf-8") for p in site.glob("e/*/index.html"))
     assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == before
-    assert _siblings(site) == {".site.lock"}
+    assert _siblings(site) == {".site.lock", ".site.kb-state.json"}
