@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from kb import facets
+from kb.cache import fingerprint
 from kb.schema import Cell
 from kb.slug import slug
 
@@ -120,6 +121,7 @@ class Site:
     def __init__(self, cells: list[Cell]):
         self.cells = sorted(cells, key=lambda c: c.id)
         self.by_id = {c.id: c for c in self.cells}
+        self._shown: dict[str, str] = {}
         self.owners: dict[str, list[Cell]] = defaultdict(list)
         for cell in self.cells:
             for signature in cell.entry.signatures:
@@ -128,6 +130,14 @@ class Site:
 
     def url(self, cell: Cell) -> str:
         return string_url(cell.entry.signatures[0].text)
+
+    def shown(self, cell: Cell) -> str:
+        """A fingerprint of all a page can show of `cell`: its id, URL and record (for cache keys;
+        computed once per cell and catalog)."""
+        found = self._shown.get(cell.id)
+        if found is None:
+            found = self._shown[cell.id] = fingerprint(cell.id, self.url(cell), cell.entry.model_dump_json())
+        return found
 
     @cached_property
     def facet_index(self) -> dict[str, dict[str, tuple[str, list[Cell]]]]:

@@ -14,6 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 from packaging.specifiers import SpecifierSet
 
 from kb import schema
+from kb.cache import code_fingerprint, fingerprint
 from kb.facets import STATUS_NAMES, package_name
 from kb.catalog import Site
 from kb.schema import Cell
@@ -136,14 +137,37 @@ def jsonld(cell: Cell, site: Site, site_url: str | None) -> str:
     return re.sub(r"[<>&]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
-def files(site: Site, site_url: str | None, facts_schema: dict | None = None) -> dict[str, str]:
+# What a cell's export files depend on besides the cell and the site URL.
+EXPORT_MODULES = ["export", "schema", "catalog", "facets"]
+EXPORT_PACKAGES = ["pydantic", "pydantic_core", "packaging"]
+
+
+def cell_exports(site: Site, site_url: str | None, cache=None) -> dict[str, tuple[str, str, str]]:
+    """cell id -> (its API record, its OSV record, its page's JSON-LD). `cache` (kb.cache) keeps
+    them, made again only when the cell, the site URL or this code changed."""
+    code = code_fingerprint(EXPORT_MODULES, EXPORT_PACKAGES) if cache is not None else ""
+    out: dict[str, tuple[str, str, str]] = {}
+    for cell in site.cells:
+        key = fingerprint("cell exports", code, site_url or "", site.shown(cell)) if cache is not None else None
+        made = cache.get(key) if key is not None else None
+        if made is None:
+            made = (_json({"version": 1, "id": cell.id, "url": absolute(site_url, site.url(cell)),
+                           "record": cell.entry.model_dump(mode="json", exclude_none=True)}),
+                    _json(osv(cell, site, site_url)), jsonld(cell, site, site_url))
+            if key is not None:
+                cache.put(key, made)
+        out[cell.id] = made
+    return out
+
+
+def files(site: Site, site_url: str | None, facts_schema: dict | None = None,
+          per_cell: dict[str, tuple[str, str, str]] | None = None) -> dict[str, str]:
+    """Every export file by site path; `per_cell`: `cell_exports` when the caller has it."""
+    per_cell = per_cell if per_cell is not None else cell_exports(site, site_url)
     out: dict[str, str] = {}
     out[f"{API}index.json"] = _json({"version": 1, "cells": [_summary(c, site, site_url) for c in site.cells]})
     for cell in site.cells:
-        out[f"{API}cells/{cell.id}.json"] = _json(
-            {"version": 1, "id": cell.id, "url": absolute(site_url, site.url(cell)),
-             "record": cell.entry.model_dump(mode="json", exclude_none=True)})
-        out[f"osv/{cell.id}.json"] = _json(osv(cell, site, site_url))
+        out[f"{API}cells/{cell.id}.json"], out[f"osv/{cell.id}.json"], _ = per_cell[cell.id]
     out[f"{API}schema/entry.json"] = _json(schema.json_schema())
     if facts_schema is not None:
         out[f"{API}schema/facts.json"] = _json(facts_schema)

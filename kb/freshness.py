@@ -153,13 +153,13 @@ def pages(renderer) -> list[Page]:
         months = by_month(claims) if paging.number == 1 else []
         shown_late = late[:WAITING_SHOWN] if paging.number == 1 else []
         key = ["freshness", shared, paging.key, repr(months),
-               *[part for d in chunk for part in (renderer._shown(d.cell), d.field)],
-               *[part for cell, age in shown_late for part in (renderer._shown(cell), str(age))]]
+               *[part for d in chunk for part in (renderer.site.shown(d.cell), d.field)],
+               *[part for cell, age in shown_late for part in (renderer.site.shown(cell), str(age))]]
         out.append(renderer._cached(key, lambda: _claims_page(renderer, paging, claims, chunk, totals, months,
                                                               shown_late, context)))
     for paging, chunk in paginate(WAITING_URL, late):
         key = ["freshness waiting", shared, paging.key,
-               *[part for cell, age in chunk for part in (renderer._shown(cell), str(age))]]
+               *[part for cell, age in chunk for part in (renderer.site.shown(cell), str(age))]]
         out.append(renderer._cached(key, lambda: Page(
             paging.url, paged_title("Fixes waiting", paging),
             f"Cells whose fix was proposed or merged on main and whose status was read more than "

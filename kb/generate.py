@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb import evidence, export, lint, match, request, search, urls
-from kb.cache import for_folders
+from kb.cache import code_fingerprint, for_folders, fingerprint
 from kb.catalog import Site
 from kb.page import Page
 from kb.pages import Renderer
@@ -40,6 +40,28 @@ def _facts_schema() -> dict | None:
     return facts.json_schema() if hasattr(facts, "json_schema") else None
 
 
+# What the search literals depend on besides the records.
+DATA_MODULES = ["generate", "search", "normalise", "facets", "catalog", "slug", "schema"]
+
+
+def _cached(cache, key_parts: list[str], make) -> str:
+    """`make()`, kept in `cache` under the code and `key_parts` (what it reads of the records)."""
+    if cache is None:
+        return make()
+    key = fingerprint(code_fingerprint(DATA_MODULES, ["pydantic"]), *key_parts)
+    found = cache.get(key)
+    if found is None:
+        found = make()
+        cache.put(key, found)
+    return found
+
+
+def _searched(site) -> list[str]:
+    """What the search literals read of each cell: its URL, title, signatures and filters."""
+    return [repr((site.url(c), c.entry.title, [s.text for s in c.entry.signatures], search.filters(c.entry)))
+            for c in site.cells]
+
+
 def generate(entries: Path, site_url: str | None = None, lock: Path | None = None,
              redirects: Path | None = None, checked: lint.Result | None = None,
              repo_url: str | None = None) -> Generated:
@@ -53,18 +75,19 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
     site = Site(result.cells)
     cache = for_folders("render", [entries])
     renderer = Renderer(site, repo_url, cache)
+    per_cell = export.cell_exports(site, site_url, cache)
     by_cell_url = {site.url(c): c for c in site.cells}
-    pages = [dataclasses.replace(p, jsonld=export.jsonld(by_cell_url[p.url], site, site_url))
+    pages = [dataclasses.replace(p, jsonld=per_cell[by_cell_url[p.url].id][2])
              if p.kind == "cell" else p for p in renderer.all_pages()]
+    files = export.files(site, site_url, _facts_schema(), per_cell)
+    files["triage/patterns.json"] = json.dumps(
+        match.export(match.rules(result.cells, cache)) | {"request": request.export(),
+                                                          "evidence": evidence.export(evidence.rules(result.cells))},
+        separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
+    files["search/literals.json"] = _cached(cache, ["literals", *_searched(site)], lambda: json.dumps(
+        search.literals(site), separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n")
     if cache is not None:
         cache.save()
-    files = export.files(site, site_url, _facts_schema())
-    files["triage/patterns.json"] = json.dumps(match.export(match.rules(result.cells))
-                                               | {"request": request.export(),
-                                                  "evidence": evidence.export(evidence.rules(result.cells))},
-                                               indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    files["search/literals.json"] = json.dumps(search.literals(site), separators=(",", ":"), sort_keys=True,
-                                               ensure_ascii=False) + "\n"
     current = urls.published([p.url for p in pages], list(files))
     if lock is not None and lock.exists():
         moved = urls.read_redirects(redirects) if redirects is not None else {}

@@ -60,20 +60,35 @@ class Rule:
         return patterns.regex(self.source)
 
 
-def rules(cells: list[Cell]) -> list[Rule]:
-    """One rule per signature, in a fixed order (cell id, then signature order)."""
+def rules(cells: list[Cell], cache=None) -> list[Rule]:
+    """One rule per signature, in a fixed order (cell id, then signature order). `cache`
+    (kb.cache) keeps each cell's rules, made again only when what they hold changed."""
+    from kb.cache import code_fingerprint, fingerprint
     from kb.catalog import Site
 
     site = Site(cells)
+    code = code_fingerprint(MATCH_MODULES, []) if cache is not None else ""
     out = []
     for cell in site.cells:
+        key = None
+        if cache is not None:
+            key = fingerprint("cell rules", code, cell.id, site.url(cell), cell.entry.title,
+                              repr([(s.text, s.match, s.kind) for s in cell.entry.signatures]))
+            found = cache.get(key)
+            if found is not None:
+                out += found
+                continue
+        made = []
         for signature in cell.entry.signatures:
             compiled = patterns.compile_signature(signature.text, signature.match)
             symptom = signature.kind == "symptom"
             source = patterns.search_source(compiled, signature.kind)
             weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
-            out.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
-                            site.url(cell), cell.entry.title, compiled.words))
+            made.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
+                             site.url(cell), cell.entry.title, compiled.words))
+        if key is not None:
+            cache.put(key, made)
+        out += made
     return out
 
 

@@ -221,7 +221,7 @@ def pages(renderer) -> list[Page]:
             for paging, items in paginate(gc.url, list(gc.items)):
                 # A listing page shows its items' cells and versions, and where it sits in the paging.
                 key = ["matrix listing", title, paging.key,
-                       *[part for item in items for part in (renderer._shown(item.cell), *item.versions, "")]]
+                       *[part for item in items for part in (renderer.site.shown(item.cell), *item.versions, "")]]
                 out.append(renderer._cached(key, lambda: Page(
                     paging.url, paged_title(title, paging),
                     f"{len(gc.items)} Blackwell serving failure cell(s) with {row.name} on {gc.hardware_name}.",
@@ -230,7 +230,7 @@ def pages(renderer) -> list[Page]:
     title = "Cells not on the serving matrix"
     for paging, unplaced in paginate(NOT_PLACED_URL, list(matrix.unplaced)):
         key = ["matrix unplaced", paging.key,
-               *[part for cell, why in unplaced for part in (renderer._shown(cell), why)]]
+               *[part for cell, why in unplaced for part in (renderer.site.shown(cell), why)]]
         out.append(renderer._cached(key, lambda: Page(
             paging.url, paged_title(title, paging),
             f"{len(matrix.unplaced)} cell(s) whose GPUs or components name no column or row of the "

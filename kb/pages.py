@@ -53,7 +53,6 @@ class Renderer:
         the templates, this code, the repository URL)."""
         self.site = site
         self.cache = cache
-        self._shown_by_id: dict[str, str] = {}
         self.keys: dict[str, str] = {}  # URL -> cache key of each page rendered through the cache
         self._code = (fingerprint(code_fingerprint(RENDER_MODULES, RENDER_PACKAGES), _templates_fingerprint(),
                                   repo_url or "") if cache is not None else "")
@@ -84,17 +83,9 @@ class Renderer:
             self.keys[page.url] = key
         return page
 
-    def _shown(self, cell: Cell) -> str:
-        """A cell as another page shows it: its record, id and URL (once per cell and run)."""
-        found = self._shown_by_id.get(cell.id)
-        if found is None:
-            found = self._shown_by_id[cell.id] = fingerprint(cell.id, self.site.url(cell),
-                                                             cell.entry.model_dump_json())
-        return found
-
     def cell(self, cell: Cell) -> Page:
-        related = [self._shown(self.site.by_id[r.id]) for r in cell.entry.related]
-        return self._cached(["cell", self._shown(cell), *related], lambda: self._cell(cell))
+        related = [self.site.shown(self.site.by_id[r.id]) for r in cell.entry.related]
+        return self._cached(["cell", self.site.shown(cell), *related], lambda: self._cell(cell))
 
     def _cell(self, cell: Cell) -> Page:
         here = self.site.url(cell)
@@ -103,7 +94,7 @@ class Renderer:
 
     def string_page(self, text: str) -> Page | None:
         """Page of a literal string that is not some cell's first signature (else None)."""
-        return self._cached(["string", text, *[self._shown(c) for c in self.site.owners[text]]],
+        return self._cached(["string", text, *[self.site.shown(c) for c in self.site.owners[text]]],
                             lambda: self._string_page(text))
 
     def _string_page(self, text: str) -> Page | None:
@@ -137,7 +128,7 @@ class Renderer:
                               self._render("facet.html", here, facet=facet, title=title, groups=groups), "index"))
             for value, (name, cells) in groups.items():
                 for paging, chunk in paginate(facet_url(facet, value), cells):
-                    key = ["listing", facet, title, name, paging.key, *[self._shown(c) for c in chunk]]
+                    key = ["listing", facet, title, name, paging.key, *[self.site.shown(c) for c in chunk]]
                     pages.append(self._cached(key, lambda: self._listing(facet, title, name, cells, chunk, paging)))
         return pages
 

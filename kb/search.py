@@ -87,7 +87,7 @@ def _rules(rules: list[tuple[str, str, str]]) -> list[dict]:
     return [{"name": name, "pattern": pattern, "replacement": replacement} for name, pattern, replacement in rules]
 
 
-def _filters(entry) -> list[str]:
+def filters(entry) -> list[str]:
     """The Pagefind filters of a cell page, as templates/pages/cell.html writes them."""
     from kb import facets
 
@@ -110,7 +110,7 @@ def literals(site) -> dict:
     shared = sorted(text for text, owners in site.owners.items() if len(owners) > 1)
     for cell in site.cells:
         texts = [s.text for s in cell.entry.signatures if len(site.owners[s.text]) == 1]
-        flags = [table.setdefault(f, len(table)) for f in _filters(cell.entry)]
+        flags = [table.setdefault(f, len(table)) for f in filters(cell.entry)]
         page = {"url": site.url(cell), "cell": cell.entry.title, "literals": list(dict.fromkeys(texts)),
                 "filters": flags}
         if page["literals"][:1] != [cell.entry.signatures[0].text]:
