@@ -57,7 +57,7 @@ site: $(STAMP)  ## build the site for deployment into site/: make site SITE_URL=
 	$(BIN)/kb build -d $(SITE_DIR) --site-url "$(SITE_URL)" $(if $(REPO_URL),--repo-url "$(REPO_URL)")
 
 serve: $(STAMP)  ## set everything up, build and serve the site with search on http://$(HOST):$(PORT)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict -a $(HOST):$(PORT)
+	$(BIN)/kb serve -a $(HOST):$(PORT)
 
 test: $(TEST_STAMP) chromium  ## set everything up and run the tests (browser tests included)
 	$(BIN)/kb check

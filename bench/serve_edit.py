@@ -1,20 +1,19 @@
-"""Benchmark: `mkdocs serve` (what `make serve` runs) on N synthetic cells: from saving an edited
+"""Benchmark: `kb serve` (what `make serve` runs) on N synthetic cells: from saving an edited
 title to the browser showing it.
 
 Usage: .venv/bin/python bench/serve_edit.py [--sizes 1000] [--edits 3]
 
 For each size N the synthetic knowledge base of bench/synth.py is written under
-`.cache/bench/synth-N/` (inside the checkout, so the build caches apply as for kb/entries/), a
-config that inherits mkdocs.yml points the hook at it, and `mkdocs serve` starts on a free port.
-Headless Chromium (Playwright) opens the cell page of the cell with the most related cells; each
-edit rewrites that cell's title in its YAML file and times until the open page shows the new title
-(mkdocs serve reloads the page when its rebuild ends). Target (#12): within 2 s.
+`.cache/bench/synth-N/` (inside the checkout, so the build caches apply as for kb/entries/) and
+`kb serve` starts on a free port. Headless Chromium (Playwright) opens the cell page of the cell
+with the most related cells; each edit rewrites that cell's title in its YAML file and times
+until the open page shows the new title (kb serve reloads the page once the rebuilt pages are in
+place). Target (#12): within 2 s.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -36,7 +35,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
     import synth
-    from browser import CHROMIUM, CHROMIUM_ARGS, free_port, serve_config
+    from browser import CHROMIUM, CHROMIUM_ARGS, free_port
     from playwright.sync_api import sync_playwright
 
     from kb import lint
@@ -48,17 +47,14 @@ def main() -> int:
         entries = work / f"serve-synth-{n}"
         shutil.rmtree(entries, ignore_errors=True)
         synth.main([str(n), "--out", str(entries)])
-        folder = work / f"serve-{n}"
-        folder.mkdir(exist_ok=True)
-        config = serve_config(entries, folder)
+        site = work / f"serve-site-{n}"
         cells = Site(lint.check([entries]).cells)
         edited = max(cells.cells, key=lambda c: len(c.entry.related))
         path = entries / f"{edited.id}.yaml"
         port = free_port()
-        env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-        server = subprocess.Popen([str(Path(sys.executable).with_name("mkdocs")), "serve", "-f", str(config),
-                                   "-a", f"127.0.0.1:{port}"],
-                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen([str(Path(sys.executable).with_name("kb")), "serve", "--entries", str(entries),
+                                   "-d", str(site), "-a", f"127.0.0.1:{port}"],
+                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             base = f"http://127.0.0.1:{port}/"
             started = time.perf_counter()
@@ -73,7 +69,7 @@ def main() -> int:
                     except Exception:
                         pass
                     if time.perf_counter() - started > args.timeout:
-                        sys.exit("mkdocs serve did not come up")
+                        sys.exit("kb serve did not come up")
                     time.sleep(1)
                 print(f"{n:>6}  {'cold':>4}  {time.perf_counter() - started:>22.2f}  (first build)")
                 for i in range(args.edits):

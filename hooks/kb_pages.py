@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -120,40 +119,9 @@ def on_post_build(config):
         built.update(shells=dict(_state["shells"]), splices=dict(_state["splices"]))
     if config["extra"].get("kb_search_index") is False:
         return  # kb build indexes the site itself, once its pages are in place
-    if _state.get("serving"):
-        # `mkdocs serve` reloads the browser when this returns: the edited page shows at once and
-        # the search index follows a moment later. The next build waits for it (on_pre_build).
-        _state["indexing"] = threading.Thread(target=_index, args=(site_dir, False), daemon=True)
-        _state["indexing"].start()
-        return
-    _index(site_dir, True)
-
-
-def _index(site_dir: Path, strict: bool) -> None:
     started = time.perf_counter()
     try:
         summary = search.build_index(site_dir)
     except search.SearchIndexError as exc:
-        if strict:
-            raise PluginError(str(exc)) from exc
-        log.error("kb: %s", exc)
-        return
+        raise PluginError(str(exc)) from exc
     log.info("kb: search index of %s pages in %.2fs", search.pages_indexed(summary), time.perf_counter() - started)
-
-
-def on_startup(command, dirty):
-    _state["serving"] = command == "serve"
-
-
-def on_pre_build(config):
-    _wait_for_index()
-
-
-def on_shutdown():
-    _wait_for_index()
-
-
-def _wait_for_index() -> None:
-    indexing = _state.pop("indexing", None)
-    if indexing is not None:
-        indexing.join()

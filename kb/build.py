@@ -74,11 +74,12 @@ def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
 
 def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml", site_url: str | None = None,
           lock: Path | None = None, redirects: Path | None = None, repo_url: str | None = None,
-          shells: bool = True, in_place: bool = True) -> int:
+          shells: bool = True, in_place: bool = True, on_pages=None) -> int:
     """Check `entries` and build the site into `site_dir`. The URL lock and redirects of the
     config guard its own entries folder; another folder is built without them unless given.
     `in_place`: when an earlier build of `site_dir` left its state (`kb.incremental`), write only
-    the files whose content changed instead of running the engine."""
+    the files whose content changed instead of running the engine. `on_pages()` is called once
+    the pages are in place, before the search index is rebuilt (`kb serve` reloads the browser)."""
     from mkdocs.exceptions import MkDocsException
 
     reason = refusal(site_dir, entries, config_file)
@@ -124,6 +125,8 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         if changed is not None:
             done = f"rebuilt {site_dir} in place: {len(changed)} file(s) rewritten"
             print(f"pages: {len(changed)} file(s) rewritten in place after {time.perf_counter() - started:.2f}s")
+            if on_pages is not None:
+                on_pages()
             if not any(path.endswith(".html") for path in changed):
                 incremental.save(site_dir, state)
                 print(f"{done}, no page changed, the search index kept, in {time.perf_counter() - started:.2f}s")
@@ -154,6 +157,8 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             pages = sum(1 for _ in site_dir.rglob("*.html"))
             done = f"built {pages} pages into {site_dir}"
             print(f"pages: {pages} in place in {site_dir} after {time.perf_counter() - started:.2f}s")
+            if on_pages is not None:
+                on_pages()
         index = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
         index.chmod(0o755)
         try:

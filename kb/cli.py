@@ -71,6 +71,20 @@ def _build(args) -> int:
                        in_place=not args.full)
 
 
+def _serve(args) -> int:
+    from kb import serve
+
+    host, port = args.address
+    return serve.serve(Path(args.entries), Path(args.site_dir), host, port)
+
+
+def _address(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT, e.g. 127.0.0.1:8000")
+    return host, int(port)
+
+
 def _site_url(value: str) -> str:
     from kb.origin import site_url
 
@@ -219,6 +233,14 @@ def parser() -> argparse.ArgumentParser:
                    help="build the site whole with the theme, even when only records changed since the last build "
                         "of this folder (which rewrites just the files whose content changed)")
     p.set_defaults(run=_build)
+
+    p = sub.add_parser("serve", help="build the site, serve it on this machine and rebuild it at every saved edit")
+    p.add_argument("-a", "--address", default="127.0.0.1:8000", type=_address,
+                   help="HOST:PORT to serve on (default: 127.0.0.1:8000)")
+    p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/)")
+    p.add_argument("-d", "--site-dir", default=".cache/serve/site",
+                   help="folder the preview is built into (default: .cache/serve/site)")
+    p.set_defaults(run=_serve)
 
     p = sub.add_parser("lock", help="record every URL the site publishes in kb/urls.lock (never drops one)")
     p.add_argument("--lock", default="kb/urls.lock", help="lock file (default: kb/urls.lock)")

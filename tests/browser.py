@@ -68,17 +68,3 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def serve_config(entries: Path, folder: Path) -> Path:
-    """A config for `mkdocs serve -f` that inherits the project's mkdocs.yml and points the hook
-    at `entries` (watched). Paths in a config are read from its own folder, so the inherited
-    relative ones are written out absolute."""
-    root = Path(__file__).resolve().parent.parent
-    config = folder / "mkdocs.yml"
-    config.write_text(f"INHERIT: {root / 'mkdocs.yml'}\ndocs_dir: {root / 'site_src'}\n"
-                      f"hooks:\n  - {root / 'hooks' / 'kb_pages.py'}\n"
-                      f"theme:\n  name: material\n  custom_dir: {root / 'templates' / 'theme'}\n"
-                      f"extra:\n  kb_entries: {entries}\n  kb_url_lock: ''\n  kb_redirects: ''\n"
-                      f"watch:\n  - {entries}\n", encoding="utf-8")
-    return config

@@ -1,53 +1,125 @@
-"""`make serve` (mkdocs serve with the kb hook): an edited record shows in the open browser page
-without a manual reload, and the search index follows, built after the page is back."""
+"""`make serve` (`kb serve`): an edited record shows in the open browser page without a manual
+reload, the search index follows, a broken record keeps the last good site, and pages and
+files are served as the built site has them."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
-from browser import free_port, search, serve_config
+import pytest
+
+from browser import free_port, search
 from conftest import FIXTURES, ROOT, checked_site
 
 
-def test_an_edit_shows_in_the_open_page_and_then_in_search(tmp_path, page):
+@pytest.fixture
+def served(tmp_path):
+    """`kb serve` of a copy of the site fixture: (base URL, entries folder, site folder, output file)."""
     entries = tmp_path / "entries"
     shutil.copytree(FIXTURES / "site", entries)
-    config = serve_config(entries, tmp_path)
-    site = checked_site(entries)
-    cell = max(site.cells, key=lambda c: len(c.entry.related))
+    site = tmp_path / "site"
     port = free_port()
-    server = subprocess.Popen([str(Path(sys.executable).with_name("mkdocs")), "serve", "-f", str(config),
-                               "-a", f"127.0.0.1:{port}"], cwd=ROOT, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "serve.log"
+    with open(log, "w") as out:
+        server = subprocess.Popen([str(Path(sys.executable).with_name("kb")), "serve", "--entries", str(entries),
+                                   "-d", str(site), "-a", f"127.0.0.1:{port}"], cwd=ROOT, stdout=out,
+                                  stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/"
     try:
-        base = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + 300
         while True:
             try:
-                if page.goto(base + site.url(cell), timeout=5000).ok and page.locator(".kb-lede").count():
-                    break
-            except Exception:
+                with urllib.request.urlopen(base, timeout=5) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
                 pass
-            assert time.monotonic() < deadline, "mkdocs serve did not come up"
-            time.sleep(0.5)
-        path = entries / f"{cell.id}.yaml"
-        text = path.read_text(encoding="utf-8")
-        old = next(line for line in text.splitlines() if line.startswith("title:"))
-        path.write_text(text.replace(old, "title: Zanzibar quokka title", 1), encoding="utf-8")
-        page.wait_for_function("() => document.querySelector('.kb-lede') && "
-                               "document.querySelector('.kb-lede').textContent.includes('Zanzibar quokka title')",
-                               timeout=300_000)
-        # The index is rebuilt after the reload; the search box finds the new title once it is.
-        deadline = time.monotonic() + 120
-        while "Zanzibar" not in " ".join(page.locator(".kb-search__results").all_inner_texts()):
-            assert time.monotonic() < deadline, "the search index did not follow the edit"
-            page.reload()
-            search(page, "Zanzibar quokka")
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        yield base, entries, site, log
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def _retitle(path: Path, title: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    old = next(line for line in text.splitlines() if line.startswith("title:"))
+    path.write_text(text.replace(old, f"title: {title}", 1), encoding="utf-8")
+
+
+def test_an_edit_shows_in_the_open_page_and_then_in_search(served, page):
+    base, entries, site, log = served
+    cells = checked_site(entries)
+    cell = max(cells.cells, key=lambda c: len(c.entry.related))
+    assert page.goto(base + cells.url(cell)).ok
+    _retitle(entries / f"{cell.id}.yaml", "Zanzibar quokka title")
+    page.wait_for_function("() => document.querySelector('.kb-lede') && "
+                           "document.querySelector('.kb-lede').textContent.includes('Zanzibar quokka title')",
+                           timeout=120_000)
+    assert "rewritten in place" in log.read_text()  # the edit was rebuilt in place, not whole
+    # The index is rebuilt after the reload; the search box finds the new title once it is.
+    deadline = time.monotonic() + 120
+    while "Zanzibar" not in " ".join(page.locator(".kb-search__results").all_inner_texts()):
+        assert time.monotonic() < deadline, "the search index did not follow the edit"
+        page.reload()
+        search(page, "Zanzibar quokka")
+
+
+def test_a_broken_record_keeps_the_last_good_site_and_says_why(served, page):
+    base, entries, site, log = served
+    cells = checked_site(entries)
+    cell = cells.cells[0]
+    path = entries / f"{cell.id}.yaml"
+    good = path.read_text(encoding="utf-8")
+    path.write_text(good.replace("title:", "title: [unclosed", 1), encoding="utf-8")
+    deadline = time.monotonic() + 60
+    while "nothing was built" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    assert f"{path.name}:" in log.read_text()  # the problem names the file and line
+    assert page.goto(base + cells.url(cell)).ok
+    assert page.locator(".kb-lede").count() == 1
+    path.write_text(good.replace("title:", "title: Mended", 1), encoding="utf-8")
+    page.wait_for_function("() => document.querySelector('.kb-lede').textContent.includes('Mended')",
+                           timeout=120_000)
+
+
+def test_files_and_missing_pages_are_served_as_the_site_has_them(served):
+    base, entries, site, log = served
+    with urllib.request.urlopen(base + "pagefind/pagefind.js") as answer:
+        assert answer.read() == (site / "pagefind" / "pagefind.js").read_bytes()
+    with urllib.request.urlopen(base + "api/v1/index.json") as answer:
+        assert answer.read() == (site / "api" / "v1" / "index.json").read_bytes()
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(base + "e/no-such-page/")
+    with missing.value:
+        assert missing.value.code == 404
+        assert b"__kb/reload.js" in missing.value.read()
+    with urllib.request.urlopen(base + "triage/") as answer:
+        html = answer.read().decode("utf-8")
+    assert html.replace('<script src="/__kb/reload.js"', "", 1) != html
+    assert html.count("__kb/reload.js") == 1
+    with pytest.raises(urllib.error.HTTPError) as outside:
+        urllib.request.urlopen(base + "../../etc/passwd")
+    with outside.value:
+        assert outside.value.code in (400, 404)
+
+
+def test_the_code_watch_leaves_out_the_entries_folder(tmp_path):
+    """An edited record is rebuilt in place; only the code, templates or config restart the server."""
+    from kb.serve import _signature
+
+    (tmp_path / "kb" / "entries").mkdir(parents=True)
+    (tmp_path / "kb" / "build.py").write_text("x = 1\n")
+    (tmp_path / "kb" / "entries" / "cell.yaml").write_text("title: x\n")
+    (tmp_path / "kb" / "__pycache__").mkdir()
+    (tmp_path / "kb" / "__pycache__" / "build.cpython-311.pyc").write_bytes(b"\0")
+    assert set(_signature([tmp_path / "kb"], tmp_path / "kb" / "entries")) == {str(tmp_path / "kb" / "build.py")}
+    assert set(_signature([tmp_path / "kb" / "entries"])) == {str(tmp_path / "kb" / "entries" / "cell.yaml")}
