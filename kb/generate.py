@@ -44,7 +44,7 @@ def _facts_schema() -> dict | None:
 DATA_MODULES = ["generate", "search", "normalise", "facets", "catalog", "slug", "schema"]
 
 
-def _cached(cache, key_parts: list[str], make) -> str:
+def _cached(cache, key_parts: list[str], make):
     """`make()`, kept in `cache` under the code and `key_parts` (what it reads of the records)."""
     if cache is None:
         return make()
@@ -84,8 +84,7 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
         match.export(match.rules(result.cells, cache)) | {"request": request.export(),
                                                           "evidence": evidence.export(evidence.rules(result.cells))},
         separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
-    files["search/literals.json"] = _cached(cache, ["literals", *_searched(site)], lambda: json.dumps(
-        search.literals(site), separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n")
+    files.update(_cached(cache, ["literals", *_searched(site)], lambda: search.literal_files(site)))
     if cache is not None:
         cache.save()
     current = urls.published([p.url for p in pages], list(files))

@@ -2,8 +2,10 @@
 
 Only pages marked `data-pagefind-body` (cell and disambiguation pages) are indexed, so an
 index page never outranks a cell for its own string. `literals()` hands the header search box
-the literal strings themselves (`search/literals.json`), which it scores with typos, pasted log
-prefixes and changed numbers forgiven.
+the literal strings themselves, which it scores with typos, pasted log prefixes and changed
+numbers forgiven; `literal_files()` splits them into shards by word (`search/literals.json` says
+how, `search/literals/<n>.json` hold them), so a search fetches a few small files whatever the
+number of cells.
 """
 
 from __future__ import annotations
@@ -128,3 +130,76 @@ def literals(site) -> dict:
         "filters": list(table),
         "pages": pages,
     }
+
+
+ONE_FILE_BYTES = 64 * 1024  # literal strings up to this size go in one file, fetched whole
+SHARD_BYTES = 8 * 1024  # beyond it, shards of about this size (each literal filed under several words)
+COMMON = 48  # a word more literal strings than this hold is common: nothing is filed under it
+
+
+KEYS = 4  # shards a search fetches at most
+
+
+def pair_key(words: list[str]) -> str:
+    """The key of a literal (or query) whose words are all common: its two longest words (the
+    first of equals in sorted order), sorted and joined by a space, as kb-search.js makes it."""
+    return " ".join(sorted(sorted(set(words), key=lambda w: (-len(w), w))[:2]))
+
+
+def shard_of(word: str, shards: int) -> int:
+    """The shard a word's literal strings are filed in: FNV-1a (32 bit) of the word, modulo the
+    number of shards (kb-search.js computes the same)."""
+    h = 0x811C9DC5
+    for byte in word.encode("utf-8"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h % shards
+
+
+def words_of(text: str) -> list[str]:
+    """The words the search box compares: of the masked form (`comparable`), as kb-search.js splits it."""
+    return [w for w in re.split(r"[^a-z0-9]+", comparable(text)[1]) if w]
+
+
+def literal_files(site) -> dict[str, str]:
+    """The search box's literal strings as files: `search/literals.json` (the rules, the filters,
+    the number of shards and the common words) and one `search/literals/<n>.json` per shard.
+    A literal is filed under each of its words that is not common (under `pair_key` of its words
+    when all are common); the box fetches the shards of the `KEYS` longest uncommon words of the
+    query (of its `pair_key` when all are common). Up to
+    `ONE_FILE_BYTES` there is one shard, which holds every literal once. Each shard
+    holds its literals as [literal number, page number, text] and the pages they are on."""
+    import json
+
+    data = literals(site)
+    pages = data.pop("pages")
+    entries = [(p, text) for p, page in enumerate(pages) for text in page["literals"]]
+    held: dict[str, int] = {}
+    words = []
+    for _, text in entries:
+        found = sorted(set(words_of(text)))
+        words.append(found)
+        for w in found:
+            held[w] = held.get(w, 0) + 1
+    common = {w for w, n in held.items() if n > COMMON}
+    keys = [[w for w in found if w not in common] or [pair_key(found)] for found in words]
+    size = 64 + sum(len(text.encode("utf-8")) + 64 for _, text in entries)  # a literal and its page, about
+    shards = 1
+    if size > ONE_FILE_BYTES:
+        copies = sum((len(text.encode("utf-8")) + 64) * len(k) for (_, text), k in zip(entries, keys))
+        while shards * SHARD_BYTES < copies:
+            shards *= 2
+    filed: list[dict] = [{"pages": {}, "literals": []} for _ in range(shards)]
+    for number, (p, text) in enumerate(entries):
+        for k in sorted({shard_of(w, shards) for w in keys[number]}):
+            page = pages[p]
+            filed[k]["pages"][str(p)] = {"url": page["url"], "cell": page["cell"], "filters": page["filters"],
+                                         "title": page.get("title", page["literals"][0])}
+            filed[k]["literals"].append([number, p, text])
+
+    def dump(value) -> str:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
+
+    out = {"search/literals.json": dump(data | {"shards": shards, "common": sorted(common)})}
+    for k, shard in enumerate(filed):
+        out[f"search/literals/{k}.json"] = dump(shard)
+    return out

@@ -7,6 +7,7 @@ same over every literal string."""
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import re
 from urllib.parse import unquote
@@ -22,6 +23,17 @@ from kb.catalog import string_url
 @pytest.fixture(scope="module")
 def site():
     return checked_site(ROOT / "kb" / "entries")
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """The catalog of 300 synthetic cells (bench/synth.py): more literal strings than one file holds."""
+    spec = importlib.util.spec_from_file_location("kb_bench_synth", ROOT / "bench" / "synth.py")
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    folder = tmp_path_factory.mktemp("synth") / "entries"
+    synth.generate(300, folder, 7)
+    return checked_site(folder)
 
 
 def url(site, cell_id: str) -> str:
@@ -214,19 +226,48 @@ def test_the_focused_search_box_shows_a_ring_that_stands_out(live_site, page):
 
 def test_literals_json_holds_every_string_once_with_its_page_and_filters(live_site, site):
     data = json.loads((live_site / "search" / "literals.json").read_text(encoding="utf-8"))
+    assert data["shards"] == 1  # a small index is one file, every string in it once
+    shard = json.loads((live_site / "search" / "literals" / "0.json").read_text(encoding="utf-8"))
     owners = {}
-    for entry in data["pages"]:
-        for text in entry["literals"]:
-            assert text not in owners, text
-            owners[text] = entry["url"]
+    for number, p, text in shard["literals"]:
+        assert text not in owners, text
+        entry = shard["pages"][str(p)]
+        owners[text] = entry["url"]
         page = (live_site / entry["url"] / "index.html").read_text(encoding="utf-8")
         filters = sorted({html.unescape(f) for f in re.findall(r'data-pagefind-filter="([^"]+)"', page)})
         assert sorted(data["filters"][i] for i in entry["filters"]) == filters, entry["url"]  # as Pagefind has them
         h1 = re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S).group(1)
-        assert html.unescape(h1) == entry.get("title", entry["literals"][0])
+        assert html.unescape(h1) == entry["title"]
     for text, cells in site.owners.items():
         assert owners[text] == (string_url(text) if len(cells) > 1 else site.url(cells[0])), text
     assert data["normalise"][: len(kb_search.normalise.RULES)] == kb_search.normalise.export()
+
+
+def test_many_literals_are_sharded_by_word_and_a_query_finds_each_in_the_shards_it_fetches(synthetic):
+    """Past one small file, a literal is filed under each of its uncommon words (or the pair key
+    of its words when all are common), and the shards the search box fetches for the literal
+    itself (its longest uncommon words, or its pair key) hold it."""
+    site = synthetic
+    files = kb_search.literal_files(site)
+    head = json.loads(files["search/literals.json"])
+    assert head["shards"] > 1
+    shards = [json.loads(files[f"search/literals/{n}.json"]) for n in range(head["shards"])]
+    common = set(head["common"])
+    numbered = {}
+    for n, shard in enumerate(shards):
+        for number, p, text in shard["literals"]:
+            assert numbered.setdefault(number, text) == text
+            assert shard["pages"][str(p)]["url"]
+    assert len(numbered) == sum(len(set(s.text for s in c.entry.signatures)) for c in site.cells) - sum(
+        len(cells) - 1 for cells in site.owners.values())
+    for number, text in numbered.items():
+        words = kb_search.words_of(text)
+        rare = sorted({w for w in words if w not in common}, key=lambda w: (-len(w), w))[:kb_search.KEYS]
+        keys = rare or [kb_search.pair_key(words)]
+        fetched = {kb_search.shard_of(k, head["shards"]) for k in keys}
+        assert all(any(item[0] == number for item in shards[k]["literals"]) for k in fetched), text
+    sizes = sorted(len(files[f"search/literals/{n}.json"]) for n in range(head["shards"]))
+    assert sizes[len(sizes) // 2] < 4 * kb_search.SHARD_BYTES
 
 
 def test_python_mirror_of_the_search_forms_strips_what_varies():
@@ -238,3 +279,36 @@ def test_python_mirror_of_the_search_forms_strips_what_varies():
         "runtimeerror: plan index 13 is invalid", "runtimeerror: plan index 0 is invalid")
     assert kb_search.comparable("ptxas /tmp/tmpxft_0002f1c4_00000000-7_q.compute_120.ptx, line 9")[0] == (
         "ptxas /tmp/tmpxft_q.sm_120.ptx, line n")
+
+
+@pytest.fixture(scope="module")
+def synthetic_site(synthetic, tmp_path_factory):
+    from conftest import _build
+
+    folder = synthetic.cells[0].path.parent
+    return _build(folder, tmp_path_factory.mktemp("synth-site") / "site")
+
+
+def test_a_sharded_index_fetches_a_few_shards_and_lands_exact_typo_and_cut_searches(synthetic, synthetic_site, page):
+    rng = __import__("random").Random(3)
+    cells = rng.sample(synthetic.cells, 4)
+    with serve(synthetic_site) as base:
+        fetched = []
+        page.on("request", lambda request: fetched.append(request.url))
+        page.goto(base)
+        for cell in cells:
+            text = cell.entry.signatures[0].text
+            words = text.split()
+            longest = max(range(len(words)), key=lambda i: len(words[i]))
+            typo = words[:]
+            typo[longest] = typo[longest][:2] + typo[longest][3:]  # a letter dropped
+            assert unquote(search(page, text)[0]).endswith("/" + synthetic.url(cell)), text
+            # Synthetic strings share much (a cut or changed one may fit another cell as well):
+            # the right page among the first three.
+            for query in (" ".join(typo), text[: int(len(text) * 0.7)]):
+                found = [unquote(link) for link in search(page, query)[:3]]
+                assert any(link.endswith("/" + synthetic.url(cell)) for link in found), (query, text, found)
+        shards = {u for u in fetched if "/search/literals/" in u}
+        head = json.loads((synthetic_site / "search" / "literals.json").read_text(encoding="utf-8"))
+        assert head["shards"] > 8
+        assert 0 < len(shards) <= 12 * kb_search.KEYS < head["shards"]  # a few shards per search, not all

@@ -2,8 +2,9 @@
 // (kb-normalise.js running the rules of kb/normalise.py), then search-only rules take off what
 // varies around a literal (log prefixes, Xid prefixes, temporary file names) and numbers are
 // masked. Two searches run side by side:
-// - the literal strings of every cell (search/literals.json) are scored against the query, word
-//   by word, forgiving a typo per word, a cut first or last word and changed numbers;
+// - the literal strings of every cell (search/literals.json and the shards it names, fetched as
+//   a query needs them) are scored against the query, word by word, forgiving a typo per word,
+//   a cut first or last word and changed numbers;
 // - Pagefind searches the page text (summaries, mechanisms), which the literals do not hold.
 // Strong literal matches come first, then Pagefind's results, then weaker literal matches.
 // Results are built as DOM text: nothing from the index is inserted as HTML except Pagefind's
@@ -60,45 +61,90 @@
     return masked.split(/[^a-z0-9]+/).filter(Boolean);
   }
 
+  // The rules and the shard table (search/literals.json), fetched once; the shards of literal
+  // strings (search/literals/<n>.json, kb.search.literal_files) as a query needs them: those of
+  // its KEYS longest uncommon words, or of its pair key when all its words are common.
   function loadLiterals() {
     if (!literals) {
       literals = fetch(literalsUrl).then(function (r) {
         if (!r.ok) throw new Error("literals.json: HTTP " + r.status);
         return r.json();
       }).then(function (data) {
-        var rules = kbNormalise.compile(data.normalise.concat(data.search));
-        var mask = kbNormalise.compile(data.mask);
-        var index = { rules: rules, mask: mask, passes: data.passes, filters: data.filters, pages: [],
-                      strings: [], vocab: [], ids: new Map(), postings: [], memo: new Map() };
-        data.pages.forEach(function (page, p) {
-          page.href = new URL(page.url, siteRoot).pathname;
-          page.title = page.title || page.literals[0];
-          index.pages.push(page);
-          page.literals.forEach(function (text) {
-            var form = prepare(index, text);
-            var ids = [];
-            form.tokens.forEach(function (t) {
-              var id = index.ids.get(t);
-              if (id === undefined) {
-                id = index.vocab.length;
-                index.ids.set(t, id);
-                index.vocab.push(t);
-                index.postings.push([]);
-              }
-              if (ids.indexOf(id) < 0) ids.push(id);
-            });
-            var s = index.strings.length;
-            ids.forEach(function (id) { index.postings[id].push(s); });
-            var total = 0;
-            ids.forEach(function (id) { total += weight(index.vocab[id]); });
-            index.strings.push({ page: p, text: text, normal: form.normal, words: form.words, ids: ids,
-                                 total: total, numbers: form.numbers });
-          });
-        });
-        return index;
+        return { rules: kbNormalise.compile(data.normalise.concat(data.search)), mask: kbNormalise.compile(data.mask),
+                 passes: data.passes, filters: data.filters, shards: data.shards, common: new Set(data.common),
+                 loaded: new Map(), pages: [], pageAt: new Map(), strings: [], held: new Set(), vocab: [],
+                 ids: new Map(), postings: [], memo: new Map() };
       });
     }
     return literals;
+  }
+
+  var KEYS = 4;
+
+  function shardOf(word, shards) {
+    var h = 0x811c9dc5;
+    for (var i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 0x01000193) >>> 0;
+    return h % shards;
+  }
+
+  function longest(words) {
+    return Array.from(new Set(words)).sort(function (a, b) {
+      return b.length - a.length || (a < b ? -1 : a > b ? 1 : 0);
+    });
+  }
+
+  // The index with every shard the query `raw` needs.
+  function literalsFor(raw) {
+    return loadLiterals().then(function (index) {
+      var words = prepare(index, raw).tokens.slice(0, MAX_TOKENS);
+      var keys = longest(words.filter(function (w) { return !index.common.has(w); })).slice(0, KEYS);
+      if (!keys.length && words.length) keys = [longest(words).slice(0, 2).sort().join(" ")];
+      var wanted = Array.from(new Set(keys.map(function (k) { return shardOf(k, index.shards); })));
+      return Promise.all(wanted.map(function (n) {
+        if (!index.loaded.has(n)) {
+          index.loaded.set(n, fetch(new URL("search/literals/" + n + ".json", siteRoot).href).then(function (r) {
+            if (!r.ok) throw new Error("literals/" + n + ".json: HTTP " + r.status);
+            return r.json();
+          }).then(function (shard) { add(index, shard); }));
+        }
+        return index.loaded.get(n);
+      })).then(function () { return index; });
+    });
+  }
+
+  function add(index, shard) {
+    shard.literals.forEach(function (item) {
+      var number = item[0], p = item[1], text = item[2];
+      if (index.held.has(number)) return;
+      index.held.add(number);
+      var at = index.pageAt.get(p);
+      if (at === undefined) {
+        var page = shard.pages[String(p)];
+        page.href = new URL(page.url, siteRoot).pathname;
+        at = index.pages.length;
+        index.pageAt.set(p, at);
+        index.pages.push(page);
+      }
+      var form = prepare(index, text);
+      var ids = [];
+      form.tokens.forEach(function (t) {
+        var id = index.ids.get(t);
+        if (id === undefined) {
+          id = index.vocab.length;
+          index.ids.set(t, id);
+          index.vocab.push(t);
+          index.postings.push([]);
+        }
+        if (ids.indexOf(id) < 0) ids.push(id);
+      });
+      var s = index.strings.length;
+      ids.forEach(function (id) { index.postings[id].push(s); });
+      var total = 0;
+      ids.forEach(function (id) { total += weight(index.vocab[id]); });
+      index.strings.push({ page: at, text: text, normal: form.normal, words: form.words, ids: ids,
+                           total: total, numbers: form.numbers });
+    });
+    index.memo.clear(); // a word's matches depend on the words held
   }
 
   // The comparable forms of a line: normalised (shared rules, then the search-only ones), and
@@ -416,7 +462,7 @@
       return;
     }
     status.textContent = "Searching\u2026";
-    var local = query ? loadLiterals().then(function (index) {
+    var local = query ? literalsFor(raw).then(function (index) {
       return { index: index, hits: scoreLiterals(index, raw, chosen) };
     }).catch(function (error) {
       if (window.console) console.warn("kb search: literal strings unavailable: " + error);
