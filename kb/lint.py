@@ -7,6 +7,7 @@ Nothing here writes a file.
 from __future__ import annotations
 
 import dataclasses
+import os
 import datetime as dt
 import re
 from collections import defaultdict
@@ -409,10 +410,9 @@ def _prerelease(version: str) -> bool:
     return parsed.is_prerelease or parsed.is_devrelease or parsed.local is not None
 
 
-def _one_file(path: Path, cell_id: str, cache) -> tuple[list[Problem], Entry | None, dict | None]:
-    """Load and validate one file: its problems, its entry (None when it is not valid) and the
-    lines of its values (None when it is not a YAML mapping); from `cache` when these bytes were
-    checked by this code today."""
+def _one_file(path: Path, cell_id: str, cache):
+    """Read one file and look it up in `cache`: (problems, entry, lines) when it was refused
+    unread or these bytes were checked by this code today, else (None, raw bytes, cache key)."""
     raw = read(path)
     if isinstance(raw, Loaded):
         return raw.problems, None, None
@@ -424,6 +424,13 @@ def _one_file(path: Path, cell_id: str, cache) -> tuple[list[Problem], Entry | N
         if hit is not None:
             problems, entry, lines = hit
             return [dataclasses.replace(p, path=path) for p in problems], entry, lines
+    return None, raw, key
+
+
+def _parse_and_validate(job: tuple[Path, str, bytes]) -> tuple[list[Problem], Entry | None, dict | None]:
+    """Load and validate one file's bytes: its problems, its entry (None when it is not valid)
+    and the lines of its values (None when it is not a YAML mapping)."""
+    path, cell_id, raw = job
     loaded = parse(path, raw)
     problems = list(loaded.problems)
     entry = None
@@ -432,10 +439,24 @@ def _one_file(path: Path, cell_id: str, cache) -> tuple[list[Problem], Entry | N
         entry, found = _validate(loaded, cell_id)
         problems.extend(found)
         entry = entry if not found else None  # a TODO marker (KB046) alone still makes a cell
-    result = (problems, entry, loaded.lines if loaded.data is not None else None)
-    if key is not None:
-        cache.put(key, result)
-    return result
+    return problems, entry, loaded.lines if loaded.data is not None else None
+
+
+PARALLEL_FROM = 256  # files to parse and validate at least, for the work to be shared between processes
+
+
+def _parse_all(jobs: list[tuple[Path, str, bytes]]) -> list:
+    """`_parse_and_validate` of every job, in order; on every core when there are many (each
+    file is independent: the cross checks come after)."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(jobs) < PARALLEL_FROM or workers < 2:
+        return [_parse_and_validate(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forkserver: a process forked from a clean server, never from this one (which may run threads).
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        return list(pool.map(_parse_and_validate, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
 
 
 def cached_check(paths: list[Path]) -> Result:
@@ -455,9 +476,10 @@ def check(paths: list[Path], cache=None) -> Result:
     if cache is not None:
         cache.code = code_fingerprint(CHECK_MODULES, CHECK_PACKAGES)
     files = _listed(paths)
-    cells: list[Cell] = []
     problems: list[Problem] = []
-    first_path: dict[str, Path] = {}
+    read_files: list[tuple[Path, str, object]] = []  # (path, id, its check or the bytes to check)
+    jobs: list[tuple[Path, str, bytes]] = []
+    keys: list[str | None] = []
     for path, in_folder in files:
         cell_id = path.stem
         try:
@@ -475,7 +497,21 @@ def check(paths: list[Path], cache=None) -> Result:
             problems.append(Problem(path, 1, "(file name)",
                                     "entry files are named <id>.yaml, the id lowercase words, digits and hyphens",
                                     "KB010", path.name))
-        found, entry, lines = _one_file(path, cell_id, cache)
+        found, got, lines = _one_file(path, cell_id, cache)
+        if found is None:
+            read_files.append((path, cell_id, len(jobs)))
+            jobs.append((path, cell_id, got))
+            keys.append(lines)
+        else:
+            read_files.append((path, cell_id, (found, got, lines)))
+    checked = _parse_all(jobs)
+    for job, key, result in zip(jobs, keys, checked):
+        if key is not None:
+            cache.put(key, result)
+    cells: list[Cell] = []
+    first_path: dict[str, Path] = {}
+    for path, cell_id, done in read_files:
+        found, entry, lines = checked[done] if isinstance(done, int) else done
         problems.extend(found)
         if lines is None:
             continue  # refused unread, or not a YAML mapping: it claims no id

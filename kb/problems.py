@@ -8,7 +8,18 @@ from pathlib import Path
 
 from kb.visible import visible
 
-MISSING = object()
+class _Missing:
+    """No value was found (a Problem's `got`); one object, also after a pickle round trip (the
+    check's cache and its worker processes pickle problems)."""
+
+    def __reduce__(self):
+        return "MISSING"
+
+    def __repr__(self):
+        return "MISSING"
+
+
+MISSING = _Missing()
 LOC_LIMIT = 200  # a key name can be as long as the file allows
 
 

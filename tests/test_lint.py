@@ -205,3 +205,16 @@ def test_loader_never_constructs_objects():
     loaded = load.load(BAD / "python-object-tag.yaml")
     assert loaded.data is None
     assert loaded.problems[0].got is MISSING
+
+
+def test_checking_on_every_core_gives_the_same_answer_as_one_process(monkeypatch):
+    """Past PARALLEL_FROM files the parse and validation run in worker processes: same cells,
+    same problems (file, line, field, message), same order."""
+    folders = [FIXTURES / "bad", FIXTURES / "good", ROOT / "kb" / "entries"]
+    monkeypatch.setattr(lint, "PARALLEL_FROM", 10**9)
+    one = lint.check(folders)
+    monkeypatch.setattr(lint, "PARALLEL_FROM", 1)
+    shared = lint.check(folders)
+    assert [p.format() for p in shared.problems] == [p.format() for p in one.problems]
+    assert one.problems and len(one.cells) > 30
+    assert [(c.id, c.entry, c.lines) for c in shared.cells] == [(c.id, c.entry, c.lines) for c in one.cells]
