@@ -1,7 +1,8 @@
 """Benchmark: the site build at 100, 1,000 and 10,000 synthetic cells, stage by stage, against a floor.
 
-Usage: .venv/bin/python bench/build.py [--sizes 100 1000 10000] [--work /tmp/kb-bench]
+Usage: .venv/bin/python bench/build.py [--sizes 100 1000 10000] [--work .cache/bench-build]
            [--check-timeout 180] [--full-timeout 180] [--profile-size 1000] [--no-profile]
+           [--searches 5] [--no-after]
 
 For each size N the synthetic knowledge base of bench/synth.py is written to WORK/synth-N and
 every stage runs in a child process of its own, so each stage's wall time and peak memory
@@ -16,7 +17,7 @@ every stage runs in a child process of its own, so each stage's wall time and pe
                  hook's generate time; lint.check is replaced by the pickled result and the
                  Pagefind step by a no-op, so this is mkdocs and the theme alone
   search index   Pagefind over the site the mkdocs stage built
-  full kb build  `kb build --entries DIR -d OUT`, as a user runs it (nothing replaced)
+  full kb build  `kb build --entries DIR -d OUT`, as a user runs it (nothing replaced, caches cold)
   floor          the same Markdown bodies (mechanism) parsed with python-markdown and each
                  record written through one jinja2 page template; records read with libyaml
 
@@ -25,9 +26,18 @@ the schema (no cross checks; not a pipeline stage, not timed as one), pickled; t
 includes those cells. A full build that runs past --full-timeout is reported as an estimate:
 its stages (kb build checks once and hands the result to the hook).
 Output size: MB on disk of what the stage writes (render and exports: bytes of the bodies and
-files handed on), and KB per cell page (mean / max of the HTML of cell pages). Targets, at the
-largest size: full build within 1.5x the floor, under 90 s, under 2 GB peak, at most 40 KB of
-HTML per cell page. When a target is missed, the stages behind it are profiled with cProfile at
+files handed on), and KB per cell page (mean / max of the HTML of cell pages).
+
+After each full build, as a user runs them: `kb build` again with nothing changed, and after one
+edited title (the time until kb build says its pages are in place, and until it ends with the
+search index); `kb check` with a cold cache; `kb match` start-up with its rules cached (a short
+log, best of three); cold searches in Chromium (bench/search_cold.py). The caches start cold
+(.cache/kb/ emptied) and the work folder is inside the checkout, where they apply.
+
+Targets (#12), at the largest size: full build within 1.5x the floor, under 60 s, under 2 GB
+peak, at most 40 KB of HTML per cell page; rebuild with nothing changed under 5 s, one edited
+title on disk under 2 s; kb check under 15 s; kb match start-up under 0.3 s; a cold search
+within 300 ms and 150 KB. When a target is missed, the stages behind it are profiled with cProfile at
 --profile-size (profiling the largest size would take many times its wall time) and the top
 functions are printed with the gap.
 """
@@ -55,9 +65,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 TARGET_RATIO = 1.5
-TARGET_SECONDS = 90.0
+TARGET_SECONDS = 60.0
 TARGET_PEAK_MB = 2048.0  # 2 GB, as MiB of resident memory
 TARGET_PAGE_KB = 40.0
+TARGET_WARM = 5.0  # rebuild with nothing changed
+TARGET_EDIT = 2.0  # rebuild after one edited title, to the page on disk
+TARGET_CHECK = 15.0  # kb check, cold
+TARGET_MATCH = 0.3  # kb match start-up with its rules cached
+TARGET_SEARCH_MS = 300
+TARGET_SEARCH_KB = 150
 MARK = "BENCH-JSON "
 PROGRESS = "BENCH-PROGRESS "
 STAGES = ["load+validate", "render", "exports", "mkdocs", "search index", "full kb build", "floor"]
@@ -394,6 +410,55 @@ def run_stage(stage: str, n: int, work: Path, timeout: float, profile: bool = Fa
     return result
 
 
+def _timed(command: list[str], marker: str | None = None) -> tuple[float, float | None, str]:
+    """(wall seconds, seconds until a stdout line starting with `marker` appeared, output)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                             env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    seen, out = None, []
+    for line in child.stdout:
+        out.append(line)
+        if seen is None and marker and line.startswith(marker):
+            seen = time.perf_counter() - started
+    child.wait()
+    if child.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed ({child.returncode}):\n{''.join(out[-20:])}")
+    return time.perf_counter() - started, seen, "".join(out)
+
+
+def after_build(n: int, work: Path, search_runs: int) -> dict:
+    """What a contributor and a reader meet after the full build of N cells (run in the parent,
+    each a command as a user runs it): kb build again with nothing changed and after one edited
+    title (time to the pages on disk, and to the end with the search index), kb check with a
+    cold cache, kb match's start-up with its rules cached, and cold searches in Chromium."""
+    kb = str(Path(sys.executable).with_name("kb"))
+    entries, site = work / f"synth-{n}", work / f"full-{n}"
+    build = [kb, "build", "--preview", "--entries", str(entries), "-d", str(site)]
+    out: dict = {}
+    out["warm"], _, text = _timed(build, "pages:")
+    out["warm_note"] = text.strip().splitlines()[-1]
+    path = max(entries.glob("*.yaml"), key=lambda p: p.read_text(encoding="utf-8").count("  - id: "))
+    text = path.read_text(encoding="utf-8")
+    title = next(line for line in text.splitlines() if line.startswith("title:"))
+    path.write_text(text.replace(title, "title: A title edited by the benchmark", 1), encoding="utf-8")
+    out["edit_end"], out["edit_pages"], text = _timed(build, "pages:")
+    out["edit_note"] = next((line for line in text.splitlines() if line.startswith("pages:")), "")
+    for cached in (ROOT / ".cache" / "kb").glob("check-*.pickle"):
+        cached.unlink()
+    out["check"], _, _ = _timed([kb, "check", str(entries)])
+    log = work / "match.log"
+    log.write_text("INFO starting the server\n" * 20, encoding="utf-8")
+    match = [kb, "match", str(log), "--entries", str(entries)]
+    _timed(match)  # fills the rules cache
+    out["match"] = min(_timed(match)[0] for _ in range(3))
+    searched, _, text = _timed([sys.executable, str(ROOT / "bench" / "search_cold.py"), "--site", str(site),
+                                "--entries", str(entries), "--searches", str(search_runs)])
+    found = re.search(r"median (\d+) ms .*?, ([0-9.]+) KB gzip", text)
+    out["search_ms"], out["search_kb"] = (float(found.group(1)), float(found.group(2))) if found else (None, None)
+    out["search_note"] = text.strip().splitlines()[-1] if text.strip() else ""
+    return out
+
+
 def _fmt(value, spec: str, missing: str = "-") -> str:
     return missing if value is None else format(value, spec)
 
@@ -480,6 +545,30 @@ def print_table(n: int, rows: dict[str, dict], results: dict[int, dict]) -> None
               f" / {floor['seconds']:.1f}s)")
 
 
+def print_after(n: int, after: dict) -> None:
+    print(f"  after the build: rebuild with nothing changed {after['warm']:.2f}s ({after['warm_note']})")
+    print(f"    one edited title: pages on disk after {after['edit_pages'] or after['edit_end']:.2f}s, "
+          f"search index after {after['edit_end']:.2f}s ({after['edit_note']})")
+    print(f"    kb check, cold cache {after['check']:.2f}s; kb match start-up, rules cached {after['match']:.2f}s")
+    print(f"    cold search: {after['search_note']}")
+
+
+def verdict_after(after: dict) -> list[tuple[str, bool, str]]:
+    edit = after["edit_pages"] or after["edit_end"]
+    checks = [
+        (f"rebuild with nothing changed under {TARGET_WARM:g}s", after["warm"] < TARGET_WARM, f"{after['warm']:.2f}s"),
+        (f"one edited title on disk under {TARGET_EDIT:g}s", edit < TARGET_EDIT,
+         f"{edit:.2f}s (the search index after {after['edit_end']:.2f}s)"),
+        (f"kb check under {TARGET_CHECK:g}s", after["check"] < TARGET_CHECK, f"{after['check']:.2f}s"),
+        (f"kb match start-up under {TARGET_MATCH:g}s", after["match"] < TARGET_MATCH, f"{after['match']:.2f}s"),
+    ]
+    if after["search_ms"] is not None:
+        checks.append((f"cold search within {TARGET_SEARCH_MS} ms and {TARGET_SEARCH_KB} KB",
+                       after["search_ms"] < TARGET_SEARCH_MS and after["search_kb"] <= TARGET_SEARCH_KB,
+                       after["search_note"]))
+    return checks
+
+
 def verdict(n: int, rows: dict[str, dict], results: dict[int, dict]) -> list[tuple[str, bool, str]]:
     full, floor = rows["full kb build"], rows["floor"]
     seconds, estimated = full_seconds(rows, n, results)
@@ -502,7 +591,12 @@ def verdict(n: int, rows: dict[str, dict], results: dict[int, dict]) -> list[tup
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/kb-bench"))
+    parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "bench-build",
+                        help="inside the checkout (the default), kb build and kb match use their caches there "
+                             "as they do for kb/entries/")
+    parser.add_argument("--searches", type=int, default=5, help="cold searches at each size")
+    parser.add_argument("--no-after", action="store_true",
+                        help="skip the rebuilds, kb check, kb match and the searches after each full build")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--stage-timeout", type=float, default=600)
     parser.add_argument("--check-timeout", type=float, default=180,
@@ -529,6 +623,9 @@ def main(argv: list[str] | None = None) -> int:
           f"Python {sys.version.split()[0]}, seed {args.seed}; work folder {work}", flush=True)
     timeouts = {"load+validate": args.check_timeout, "full kb build": args.full_timeout}
     results: dict[int, dict[str, dict]] = {}
+    afters: dict[int, dict] = {}
+    for cached in (ROOT / ".cache" / "kb").glob("*.pickle"):
+        cached.unlink()  # every size starts cold
     for n in sorted(args.sizes):
         synth.generate(n, work / f"synth-{n}", args.seed)
         prepared = run_stage("prepare", n, work, args.stage_timeout)
@@ -547,6 +644,9 @@ def main(argv: list[str] | None = None) -> int:
             if row["rc"] != 0 and not row["timed_out"]:
                 print(row["tail"])
         print_table(n, rows, results)
+        if rows["full kb build"]["rc"] == 0 and not args.no_after:
+            afters[n] = after_build(n, work, args.searches)
+            print_after(n, afters[n])
         sys.stdout.flush()
 
     largest = max(results)
@@ -554,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(rows[s]["rc"] != 0 and not rows[s]["timed_out"] for s in STAGES) or rows["floor"]["timed_out"]:
         print("\nsome stage failed; no verdict")
         return 1
-    checks = verdict(largest, rows, results)
+    checks = verdict(largest, rows, results) + (verdict_after(afters[largest]) if largest in afters else [])
     print(f"\nTargets at N = {largest:,}:")
     for name, met, detail in checks:
         print(f"  [{'met' if met else 'MISSED'}] {name}: {detail}")

@@ -30,8 +30,16 @@ def hand_written(site_src: Path = SITE_SRC) -> list[str]:
     return urls
 
 
+# Files the site's own scripts fetch, named by how the data is split (the search box's shards of
+# literal strings): they change with the data and are no promise to anyone, like Pagefind's files.
+INTERNAL = ("search/literals/",)
+
+
 def published(page_urls: list[str], export_paths: list[str], site_src: Path = SITE_SRC) -> list[str]:
-    return sorted(set(page_urls) | set(export_paths) | set(hand_written(site_src)))
+    """Every URL the site promises to keep: its pages, its data files but the internal ones, and
+    the hand-written pages."""
+    exports = [path for path in export_paths if not path.startswith(INTERNAL)]
+    return sorted(set(page_urls) | set(exports) | set(hand_written(site_src)))
 
 
 def read_lock(path: Path) -> list[str]:
