@@ -160,8 +160,12 @@ class Hit:
 class Matcher:
     def __init__(self, rule_list: list[Rule]):
         self.rules = rule_list
-        anchors = sorted({r.anchor for r in rule_list if r.anchor})
-        self._anchor_rules = {a: [r for r in rule_list if r.anchor == a] for a in anchors}
+        by_anchor: dict[str, list[Rule]] = {}
+        for r in rule_list:
+            if r.anchor:
+                by_anchor.setdefault(r.anchor, []).append(r)  # one pass: a scan per anchor grew as N squared
+        anchors = sorted(by_anchor)
+        self._anchor_rules = {a: by_anchor[a] for a in anchors}
         self._anchors = anchors
         # Every anchor of a line at once (overlapping): which rules a candidate line is tested against.
         self._automaton = ahocorasick_rs.BytesAhoCorasick([a.encode() for a in anchors]) if anchors else None
