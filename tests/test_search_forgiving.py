@@ -18,6 +18,7 @@ from browser import search, serve
 from conftest import ROOT, checked_site
 from kb import search as kb_search
 from kb.catalog import string_url
+from kb.facets import STATUS_NAMES
 
 
 @pytest.fixture(scope="module")
@@ -312,3 +313,28 @@ def test_a_sharded_index_fetches_a_few_shards_and_lands_exact_typo_and_cut_searc
         head = json.loads((synthetic_site / "search" / "literals.json").read_text(encoding="utf-8"))
         assert head["shards"] > 8
         assert 0 < len(shards) <= 12 * kb_search.KEYS < head["shards"]  # a few shards per search, not all
+
+
+def test_filter_menus_fill_when_used_and_a_plain_search_fetches_no_filter_file(live_site, page, site):
+    """Pagefind's filter files list every page of each value: only a filter menu about to be
+    used loads them; then a chosen filter narrows the results."""
+    cell = site.by_id["cutlass-fp4-gemm-per-call-workspace"]
+    with serve(live_site) as base:
+        fetched = []
+        page.on("request", lambda request: fetched.append(request.url))
+        page.goto(base)
+        assert search(page, cell.entry.signatures[0].text)
+        assert not [u for u in fetched if "pf_filter" in u]
+        menu = page.locator("select[data-filter=status]")
+        assert menu.locator("option").count() == 1
+        menu.focus()
+        page.wait_for_function("() => document.querySelector('select[data-filter=status]').options.length > 1")
+        assert [u for u in fetched if "pf_filter" in u]
+        names = menu.locator("option").all_inner_texts()
+        other = next(n for n in names[1:] if n != STATUS_NAMES[cell.entry.status.state])
+        menu.select_option(other)
+        page.wait_for_function(
+            "q => document.getElementById('kb-search').getAttribute('data-done-query') === q",
+            arg=cell.entry.signatures[0].text)
+        assert not any(unquote(h).endswith("/" + site.url(cell)) for h in
+                       [a.get_attribute("href") for a in page.query_selector_all(".kb-search__link")])

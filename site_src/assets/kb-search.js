@@ -554,10 +554,16 @@
     input.select();
   });
 
-  // Fill the filter menus from the index, and fetch the literal strings, on first use.
+  // Fetch the literal strings' table when the box is first used; fill the filter menus from the
+  // index only when a menu is about to be used (pointer over it, or focus): Pagefind's filter
+  // files list every page of each value, which a search without filters never needs.
   input.addEventListener("focus", function () {
     loadLiterals().catch(function () {});
-    load().then(function (pf) { return pf.filters(); }).then(function (available) {
+  }, { once: true });
+  var filling = null;
+  function fillFilters() {
+    if (filling) return;
+    filling = load().then(function (pf) { return pf.filters(); }).then(function (available) {
       selects.forEach(function (s) {
         if (s.options.length > 1) return;
         var values = Object.keys(available[s.getAttribute("data-filter")] || {}).sort();
@@ -569,5 +575,9 @@
         });
       });
     });
-  }, { once: true });
+  }
+  selects.forEach(function (s) {
+    s.addEventListener("pointerenter", fillFilters);
+    s.addEventListener("focus", fillFilters);
+  });
 })();
