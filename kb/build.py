@@ -128,7 +128,8 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             if on_pages is not None:
                 on_pages()
             if not any(path.endswith(".html") for path in changed):
-                incremental.save(site_dir, state)
+                if changed:  # else the state is as it was: nothing to write
+                    incremental.save(site_dir, state, changed)
                 print(f"{done}, no page changed, the search index kept, in {time.perf_counter() - started:.2f}s")
                 return 0
         else:
@@ -170,7 +171,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         _swap_in(index, site_dir / SEARCH_FOLDER)
         # Kept only now: a build killed before this point leaves the site unlike the state (or
         # no state), so the next one builds and indexes it whole.
-        incremental.save(site_dir, state)
+        incremental.save(site_dir, state, changed)
     print(f"{done} and searched {search.pages_indexed(summary)} of them in {time.perf_counter() - started:.2f}s")
     return 0
 

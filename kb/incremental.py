@@ -155,9 +155,20 @@ def load(site_dir: Path) -> State | None:
         return None  # a torn or foreign file: the next build is a full one
 
 
-def save(site_dir: Path, state: State) -> None:
-    """Keep `state`, with the stats of the site's files as they are now (one rename)."""
-    state.stats = _stats(site_dir)
+def save(site_dir: Path, state: State, changed: list[str] | None = None) -> None:
+    """Keep `state`, with the stats of the site's files as they are now (one rename): of every
+    file, or, after a rebuild in place, of the `changed` paths only (the others are as the
+    state found them)."""
+    if changed is None:
+        state.stats = _stats(site_dir)
+    else:
+        for path in changed:
+            try:
+                st = os.lstat(site_dir / path)
+            except FileNotFoundError:
+                state.stats.pop(path, None)
+                continue
+            state.stats[path] = (st.st_size, st.st_mtime_ns)
     data = {"version": VERSION, "inputs": state.inputs, "theme": state.theme,
             "shells": {kind: shell.parts for kind, shell in sorted(state.shells.items())},
             "splices": dict(sorted(state.splices.items())), "made": dict(sorted(state.made.items())),
