@@ -33,12 +33,12 @@ import os
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
-from kb.cache import ROOT, fingerprint
+from kb.cache import ROOT, fingerprint, installed_versions
 from kb.page import Page
 from kb.shell import Layout, Shell, kind_of
+from kb.urls import page_url
 
 SEARCH_FOLDER = "pagefind"
 SITEMAP_GZ = "sitemap.xml.gz"
@@ -81,7 +81,7 @@ def inputs(config_file: Path, docs_dir: Path, options: dict[str, str]) -> str:
         path = Path(options[key]) if options.get(key) else None
         parts += [key, path.read_bytes() if path is not None and path.is_file() else "none"]
     parts += [f"{key}={value}" for key, value in sorted(options.items())]
-    parts += sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()})
+    parts += [f"{name}=={version}" for name, version in sorted(installed_versions().items())]
     return fingerprint(*parts)
 
 
@@ -127,13 +127,8 @@ def identities(layout: Layout, marked: list[str]) -> dict[str, str]:
 
 def marked_urls(docs_dir: Path, marker) -> list[str]:
     """URLs (directory style) of the hand-written pages whose Markdown holds a kb marker."""
-    urls = []
-    for path in sorted(docs_dir.rglob("*.md")):
-        if marker.search(path.read_text(encoding="utf-8")):
-            rel = path.relative_to(docs_dir).with_suffix("").as_posix()
-            rel = rel.removesuffix("index").rstrip("/")
-            urls.append(rel + "/" if rel else "")
-    return urls
+    return [page_url(path, docs_dir) for path in sorted(docs_dir.rglob("*.md"))
+            if marker.search(path.read_text(encoding="utf-8"))]
 
 
 def load(site_dir: Path) -> State | None:

@@ -20,14 +20,13 @@ class PermanenceError(ValueError):
 
 def hand_written(site_src: Path = SITE_SRC) -> list[str]:
     """URLs of the hand-written Markdown pages."""
-    urls = []
-    for path in sorted(site_src.rglob("*.md")):
-        rel = path.relative_to(site_src).with_suffix("").as_posix()
-        if rel == "index":
-            urls.append("")
-        else:
-            urls.append(rel.removesuffix("/index") + "/")
-    return urls
+    return [page_url(path, site_src) for path in sorted(site_src.rglob("*.md"))]
+
+
+def page_url(path: Path, site_src: Path = SITE_SRC) -> str:
+    """The URL (directory style, from the site root) of the hand-written page at `path`."""
+    rel = path.relative_to(site_src).with_suffix("").as_posix()
+    return "" if rel == "index" else rel.removesuffix("/index") + "/"
 
 
 # Files the site's own scripts fetch, named by how the data is split (the search box's shards of
