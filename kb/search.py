@@ -135,8 +135,6 @@ def literals(site) -> dict:
 ONE_FILE_BYTES = 64 * 1024  # literal strings up to this size go in one file, fetched whole
 SHARD_BYTES = 8 * 1024  # beyond it, shards of about this size (each literal filed under several words)
 COMMON = 48  # a word more literal strings than this hold is common: nothing is filed under it
-
-
 KEYS = 4  # shards a search fetches at most
 
 
@@ -165,9 +163,9 @@ def literal_files(site) -> dict[str, str]:
     the number of shards and the common words) and one `search/literals/<n>.json` per shard.
     A literal is filed under each of its words that is not common (under `pair_key` of its words
     when all are common); the box fetches the shards of the `KEYS` longest uncommon words of the
-    query (of its `pair_key` when all are common). Up to
-    `ONE_FILE_BYTES` there is one shard, which holds every literal once. Each shard
-    holds its literals as [literal number, page number, text] and the pages they are on."""
+    query (of its `pair_key` when all are common). Up to `ONE_FILE_BYTES` there is one shard,
+    which holds every literal once. Each shard holds its literals as [literal number, page
+    number, text] and the pages they are on."""
     import json
 
     data = literals(site)
