@@ -134,25 +134,9 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
                 return 0
         else:
             incremental.forget(site_dir)  # the site changes whole: no state of the old one stays
-            staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
-            staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read it
-            built: dict = {}
-            try:
-                config["site_dir"] = str(staging)
-                config["extra"].update(kb_layout=layout, kb_built=built)
-                with _mkdocs_log():
-                    mkdocs_build(config)
-                (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
-            except (MkDocsException, SystemExit) as exc:
-                shutil.rmtree(staging, ignore_errors=True)
-                print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
+            built = _build_whole(site_dir, config, layout)
+            if built is None:
                 return 1
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-            # The pages first, the search index right after: an edited page is on disk before
-            # Pagefind has read the whole site again.
-            _swap_in(staging, site_dir, keep=SEARCH_FOLDER)
             state = incremental.State(inputs, theme, built["shells"], built["splices"],
                                       incremental.identities(layout, marked))
             pages = sum(1 for _ in site_dir.rglob("*.html"))
@@ -160,15 +144,9 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             print(f"pages: {pages} in place in {site_dir} after {time.perf_counter() - started:.2f}s")
             if on_pages is not None:
                 on_pages()
-        index = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
-        index.chmod(0o755)
-        try:
-            summary = search.build_index(site_dir, output=index)
-        except search.SearchIndexError as exc:
-            shutil.rmtree(index, ignore_errors=True)
-            print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
+        summary = _index(site_dir)
+        if summary is None:
             return 1  # no state is kept: the next build is a full one, which indexes the site again
-        _swap_in(index, site_dir / SEARCH_FOLDER)
         # Kept only now: a build killed before this point leaves the site unlike the state (or
         # no state), so the next one builds and indexes it whole.
         incremental.save(site_dir, state, changed)
@@ -176,10 +154,48 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
     return 0
 
 
-def mkdocs_build(config) -> None:
+def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
+    """The engine builds the whole site into a staging folder beside `site_dir`, moved in when it
+    succeeded (`_swap_in`): what the hook hands back for the next rebuild in place (the shells
+    and the cut pages), or None when it failed (said; `site_dir` is left as it was)."""
     from mkdocs.commands.build import build as engine_build
+    from mkdocs.exceptions import MkDocsException
 
-    engine_build(config)
+    staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
+    staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read it
+    built: dict = {}
+    try:
+        config["site_dir"] = str(staging)
+        config["extra"].update(kb_layout=layout, kb_built=built)
+        with _mkdocs_log():
+            engine_build(config)
+        (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+    except (MkDocsException, SystemExit) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
+        return None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    # The pages first, the search index right after: an edited page is on disk before
+    # Pagefind has read the whole site again.
+    _swap_in(staging, site_dir, keep=SEARCH_FOLDER)
+    return built
+
+
+def _index(site_dir: Path) -> str | None:
+    """Pagefind over the site, into a folder beside it, swapped in when it succeeded: its
+    summary, or None when it failed (said; the old index is kept)."""
+    index = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
+    index.chmod(0o755)
+    try:
+        summary = search.build_index(site_dir, output=index)
+    except search.SearchIndexError as exc:
+        shutil.rmtree(index, ignore_errors=True)
+        print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
+        return None
+    _swap_in(index, site_dir / SEARCH_FOLDER)
+    return summary
 
 
 def _config(config_file: Path, entries: Path, site_url: str | None, lock: Path | None, redirects: Path | None,
