@@ -124,6 +124,14 @@ class Cache:
     def put(self, key: str, value) -> None:
         self._new[key] = value
 
+    def fetch(self, key: str, make):
+        """The value kept under `key`, or `make()`, kept under it."""
+        found = self.get(key)
+        if found is None:
+            found = make()
+            self.put(key, found)
+        return found
+
     def save(self, changed: bool = False) -> None:
         """Write back the entries this run used, when they differ from what is on disk (keys
         are content hashes, so the same keys hold the same values; `changed`: a key's value

@@ -148,15 +148,12 @@ def cell_exports(site: Site, site_url: str | None, cache=None) -> dict[str, tupl
     code = code_fingerprint(EXPORT_MODULES, EXPORT_PACKAGES) if cache is not None else ""
     out: dict[str, tuple[str, str, str]] = {}
     for cell in site.cells:
-        key = fingerprint("cell exports", code, site_url or "", site.shown(cell)) if cache is not None else None
-        made = cache.get(key) if key is not None else None
-        if made is None:
-            made = (_json({"version": 1, "id": cell.id, "url": absolute(site_url, site.url(cell)),
+        def make(cell=cell) -> tuple[str, str, str]:
+            return (_json({"version": 1, "id": cell.id, "url": absolute(site_url, site.url(cell)),
                            "record": cell.entry.model_dump(mode="json", exclude_none=True)}),
                     _json(osv(cell, site, site_url)), jsonld(cell, site, site_url))
-            if key is not None:
-                cache.put(key, made)
-        out[cell.id] = made
+        out[cell.id] = (make() if cache is None else
+                        cache.fetch(fingerprint("cell exports", code, site_url or "", site.shown(cell)), make))
     return out
 
 

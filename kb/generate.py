@@ -48,12 +48,7 @@ def _cached(cache, key_parts: list[str], make):
     """`make()`, kept in `cache` under the code and `key_parts` (what it reads of the records)."""
     if cache is None:
         return make()
-    key = fingerprint(code_fingerprint(DATA_MODULES, ["pydantic"]), *key_parts)
-    found = cache.get(key)
-    if found is None:
-        found = make()
-        cache.put(key, found)
-    return found
+    return cache.fetch(fingerprint(code_fingerprint(DATA_MODULES, ["pydantic"]), *key_parts), make)
 
 
 def _searched(site) -> list[str]:

@@ -107,11 +107,11 @@ def fragments(layout: Layout, marked: list[str]) -> dict[str, str]:
     return found
 
 
-def identities(layout: Layout, marked: list[str]) -> dict[str, str]:
+def identities(layout: Layout, marked: list[str], parts: dict[str, str] | None = None) -> dict[str, str]:
     """The identity of each file kb writes itself: a filled page by its render key (the cache's
     key of everything it shows) or, for a page rendered without the cache, its body; with the
     values that go around the body. A data file by its content; a page the theme renders one by
-    one by its generated part."""
+    one by its generated part (`parts`: `fragments()`, when the caller has them)."""
     keys = layout.generated.renderer.keys
     made: dict[str, str] = {}
     for page in layout.filled:
@@ -120,7 +120,7 @@ def identities(layout: Layout, marked: list[str]) -> dict[str, str]:
                                             page.jsonld or "", shown)
     for path, content in layout.generated.files.items():
         made[path] = fingerprint("file", content)
-    for path, fragment in fragments(layout, marked).items():
+    for path, fragment in (parts if parts is not None else fragments(layout, marked)).items():
         made[path] = fingerprint("fragment", fragment)
     return made
 
@@ -218,9 +218,9 @@ def rebuild(site_dir: Path, state: State | None, inputs: str, layout: Layout, th
         raise FullBuild("a page the theme renders whole changed")
     if _stats(site_dir) != state.stats:
         raise FullBuild("files of the site changed since it was built")
-    made = identities(layout, marked)
-    pages = {page_path(p): p for p in layout.filled}
     parts = fragments(layout, marked)
+    made = identities(layout, marked, parts)
+    pages = {page_path(p): p for p in layout.filled}
     writes: list[tuple[str, str]] = []
     for path in sorted(made):
         if state.made.get(path) == made[path]:

@@ -252,11 +252,8 @@ def _signature_forms(signature, cache) -> tuple[patterns.Compiled, str]:
     if cache is None:
         return patterns.compile_signature(signature.text, signature.match), normalise(signature.text)
     key = fingerprint("signature forms", cache.code, signature.text, signature.match or "", str(signature.match is None))
-    forms = cache.get(key)
-    if forms is None:
-        forms = patterns.compile_signature(signature.text, signature.match), normalise(signature.text)
-        cache.put(key, forms)
-    return forms
+    return cache.fetch(key, lambda: (patterns.compile_signature(signature.text, signature.match),
+                                     normalise(signature.text)))
 
 
 def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cell, int]]:

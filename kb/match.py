@@ -70,25 +70,21 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
     code = code_fingerprint(MATCH_MODULES, []) if cache is not None else ""
     out = []
     for cell in site.cells:
-        key = None
-        if cache is not None:
-            key = fingerprint("cell rules", code, cell.id, site.url(cell), cell.entry.title,
-                              repr([(s.text, s.match, s.kind) for s in cell.entry.signatures]))
-            found = cache.get(key)
-            if found is not None:
-                out += found
-                continue
-        made = []
-        for signature in cell.entry.signatures:
-            compiled = patterns.compile_signature(signature.text, signature.match)
-            symptom = signature.kind == "symptom"
-            source = patterns.search_source(compiled, signature.kind)
-            weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
-            made.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
-                             site.url(cell), cell.entry.title, compiled.words))
-        if key is not None:
-            cache.put(key, made)
-        out += made
+        def make(cell=cell) -> list[Rule]:
+            made = []
+            for signature in cell.entry.signatures:
+                compiled = patterns.compile_signature(signature.text, signature.match)
+                symptom = signature.kind == "symptom"
+                source = patterns.search_source(compiled, signature.kind)
+                weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
+                made.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
+                                 site.url(cell), cell.entry.title, compiled.words))
+            return made
+        if cache is None:
+            out += make()
+        else:
+            out += cache.fetch(fingerprint("cell rules", code, cell.id, site.url(cell), cell.entry.title,
+                                           repr([(s.text, s.match, s.kind) for s in cell.entry.signatures])), make)
     return out
 
 

@@ -75,10 +75,7 @@ class Renderer:
         if self.cache is None:
             return make()
         key = fingerprint(self._code, *key_parts)
-        page = self.cache.get(key)
-        if page is None:
-            page = make()
-            self.cache.put(key, page)
+        page = self.cache.fetch(key, make)
         if page is not None:
             self.keys[page.url] = key
         return page
