@@ -271,12 +271,12 @@ def stage_exports(args) -> dict:
 def stage_mkdocs(args) -> dict:
     import logging
 
-    from kb import build, lint, search
+    from kb import build, index, lint
 
     cells = _cells(args.cache)
     files = len(lint.entry_files([args.entries]))
     lint.check = lint.cached_check = lambda paths, *cache: lint.Result(cells=cells, problems=[], files=files)  # checked by the first stage
-    search.build_index = lambda site_dir, output=None: "Indexed 0 pages (skipped: the search stage indexes this site)"
+    index.build_index = lambda *_, **__: index.Indexed(0, 0, 0)  # the search stage indexes this site
     generate_seconds = []
 
     class _Grab(logging.Handler):
@@ -303,14 +303,15 @@ def stage_mkdocs(args) -> dict:
 
 
 def stage_search(args) -> dict:
-    from kb import search
+    from kb import incremental, index
 
+    urls = incremental.load(args.out).indexed  # the mkdocs stage's kb build kept them
     shutil.rmtree(args.out / "pagefind", ignore_errors=True)
     started = time.perf_counter()
-    summary = search.build_index(args.out)
+    summary = index.build_index(args.out, args.out / "pagefind", urls)
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "output_mb": _tree_bytes(args.out / "pagefind") / 1e6,
-            "summary": " ".join(line.strip() for line in summary.splitlines() if "Indexed" in line)}
+            "pages": summary.pages, "shards": summary.shards}
 
 
 def stage_floor(args) -> dict:
@@ -530,8 +531,7 @@ def print_table(n: int, rows: dict[str, dict], results: dict[int, dict]) -> None
             estimate, _ = full_seconds(rows, n, results)
             note += f"; estimated {estimate:.0f}s (its stages)"
         if stage == "search index" and data:
-            found = re.search(r"Indexed (\d+) pages", data.get("summary", ""))
-            note = f"Pagefind indexed {found.group(1)} pages" if found else data.get("summary", "")
+            note = f"Pagefind indexed {data['pages']:,} pages in {data['shards']} shard(s), one after the other"
         kb = ("{:.1f}/{:.1f}".format(data["cell_kb_mean"], data["cell_kb_max"])
               if data.get("cell_kb_mean") is not None else "-")
         print(f"  {stage:<15}{wall:>9}{row['peak_mb']:>9.0f}{_fmt(data.get('output_mb'), '.1f'):>9}{kb:>12}  {note}")

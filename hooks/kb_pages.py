@@ -15,7 +15,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb import search, shell
+from kb import index, shell
 from kb.generate import GenerateError
 
 log = logging.getLogger("mkdocs.hooks.kb")
@@ -121,7 +121,8 @@ def on_post_build(config):
         return  # kb build indexes the site itself, once its pages are in place
     started = time.perf_counter()
     try:
-        summary = search.build_index(site_dir)
-    except search.SearchIndexError as exc:
+        urls = index.indexed_urls(_state["layout"].generated.pages)
+        summary = index.build_index(site_dir, site_dir / "pagefind", urls)
+    except index.SearchIndexError as exc:
         raise PluginError(str(exc)) from exc
-    log.info("kb: search index of %s pages in %.2fs", search.pages_indexed(summary), time.perf_counter() - started)
+    log.info("kb: search index of %s pages in %.2fs", summary.pages, time.perf_counter() - started)

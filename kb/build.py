@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb import incremental, lint, search, shell
+from kb import incremental, index, lint, shell
 from kb.generate import GenerateError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,13 +144,16 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             print(f"pages: {pages} in place in {site_dir} after {time.perf_counter() - started:.2f}s")
             if on_pages is not None:
                 on_pages()
-        summary = _index(site_dir)
+        urls = index.indexed_urls(layout.generated.pages)
+        summary = _index(site_dir, urls, (state.indexed, changed) if changed is not None else None)
         if summary is None:
             return 1  # no state is kept: the next build is a full one, which indexes the site again
         # Kept only now: a build killed before this point leaves the site unlike the state (or
         # no state), so the next one builds and indexes it whole.
+        state.indexed = urls
         incremental.save(site_dir, state, changed)
-    print(f"{done} and searched {search.pages_indexed(summary)} of them in {time.perf_counter() - started:.2f}s")
+    print(f"{done} and searched {summary.pages} of them ({summary.shards} index shard(s), {summary.again} indexed "
+          f"again) in {time.perf_counter() - started:.2f}s")
     return 0
 
 
@@ -183,18 +186,23 @@ def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
     return built
 
 
-def _index(site_dir: Path) -> str | None:
-    """Pagefind over the site, into a folder beside it, swapped in when it succeeded: its
-    summary, or None when it failed (said; the old index is kept)."""
-    index = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
-    index.chmod(0o755)
+def _index(site_dir: Path, urls: list[str], since: tuple[list[str], list[str]] | None) -> index.Indexed | None:
+    """The search index of the pages `urls`, into a folder beside the site, swapped in when it
+    succeeded: what was indexed, or None when it failed (said; the old index is kept). `since`, after
+    a rebuild in place: the URLs the index held and the site paths the rebuild wrote or deleted
+    (only the index shards holding one of those pages are indexed again)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
+    staging.chmod(0o755)
     try:
-        summary = search.build_index(site_dir, output=index)
-    except search.SearchIndexError as exc:
-        shutil.rmtree(index, ignore_errors=True)
+        summary = index.build_index(site_dir, staging, urls, site_dir / SEARCH_FOLDER, since)
+    except index.SearchIndexError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
         print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
         return None
-    _swap_in(index, site_dir / SEARCH_FOLDER)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _swap_in(staging, site_dir / SEARCH_FOLDER)
     return summary
 
 
@@ -263,6 +271,7 @@ def _remove_leftovers(site_dir: Path) -> None:
     killed before cleaning up (a page half-written inside the site makes the next build a full
     one, which removes it)."""
     prefixes = (f".{site_dir.name}.building-", f".{site_dir.name}.old-", f".{site_dir.name}.index-",
+                f".{site_dir.name}.farm-",
                 f".{incremental.state_path(site_dir).name}.kb-new.")
     for path in site_dir.parent.iterdir():
         if path.name.startswith(prefixes):
@@ -302,7 +311,10 @@ def _swap_in(staging: Path, site_dir: Path, keep: str | None = None) -> None:
 
 
 def _same_bytes(a: Path, b: Path) -> bool:
-    if a.stat().st_size != b.stat().st_size:
+    stat_a, stat_b = a.stat(), b.stat()
+    if os.path.samestat(stat_a, stat_b):  # a hard link (an index shard taken over unchanged)
+        return True
+    if stat_a.st_size != stat_b.st_size:
         return False
     with open(a, "rb") as x, open(b, "rb") as y:
         while True:

@@ -1,47 +1,16 @@
-"""Stage 5, index: build the Pagefind search index over a built site folder.
+"""Stage 5, search: what the header search box reads besides the Pagefind index (kb.index).
 
-Only pages marked `data-pagefind-body` (cell and disambiguation pages) are indexed, so an
-index page never outranks a cell for its own string. `literals()` hands the header search box
-the literal strings themselves, which it scores with typos, pasted log prefixes and changed
-numbers forgiven; `literal_files()` splits them into shards by word (`search/literals.json` says
-how, `search/literals/<n>.json` hold them), so a search fetches a few small files whatever the
-number of cells.
+`literals()` hands the box the literal strings themselves, which it scores with typos, pasted
+log prefixes and changed numbers forgiven; `literal_files()` splits them into shards by word
+(`search/literals.json` says how, `search/literals/<n>.json` hold them), so a search fetches a
+few small files whatever the number of cells.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 from kb import normalise
-
-# Extra characters kept inside words (Pagefind already keeps "_"); see stack-notes pitfall 8.
-INCLUDE_CHARACTERS = ""
-
-
-class SearchIndexError(RuntimeError):
-    pass
-
-
-def pages_indexed(summary: str) -> str:
-    """How many pages Pagefind's summary says it indexed ("?" when it does not say)."""
-    found = re.search(r"Indexed (\d+) pages?", summary)
-    return found.group(1) if found else "?"
-
-
-def build_index(site_dir: Path, output: Path | None = None) -> str:
-    """Index `site_dir` into `output` (default `site_dir/pagefind/`); returns Pagefind's summary."""
-    where = ["--output-path", str(output.resolve())] if output is not None else ["--output-subdir", "pagefind"]
-    command = [sys.executable, "-m", "pagefind_bin", "--site", str(site_dir), *where, "--force-language", "en"]
-    if INCLUDE_CHARACTERS:
-        command += ["--include-characters", INCLUDE_CHARACTERS]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise SearchIndexError(f"pagefind failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout
-
 
 # What the header search box scores pasted text against when Pagefind alone would miss it
 # (kb-search.js): every literal string, on the page a search for it must land on. The shared

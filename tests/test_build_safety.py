@@ -217,7 +217,7 @@ def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, cap
 def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeypatch):
     """An edited page is on disk when Pagefind starts reading the site again; the old index stays
     until the new one is swapped in, and a failing index leaves the new pages and the old index."""
-    from kb import search
+    from kb import index
 
     entries = tmp_path / "entries"
     shutil.copytree(ENTRIES, entries)
@@ -227,24 +227,24 @@ def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeyp
     (path,) = entries.glob("*.yaml")
     path.write_text(path.read_text(encoding="utf-8").replace("title: ", "title: Renamed ", 1), encoding="utf-8")
     seen = []
-    real = search.build_index
+    real = index.build_index
 
-    def watching(site_dir, output=None):
+    def watching(site_dir, output, urls, previous=None, since=None):
         page = next(p for p in site_dir.glob("e/*/index.html") if "Renamed " in p.read_text(encoding="utf-8"))
         seen.append(page)
         assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == old_index
-        return real(site_dir, output)
+        return real(site_dir, output, urls, previous, since)
 
-    monkeypatch.setattr(search, "build_index", watching)
+    monkeypatch.setattr(index, "build_index", watching)
     assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 0
     assert seen
 
-    def failing(site_dir, output=None):
-        raise search.SearchIndexError("pagefind failed (1): boom")
+    def failing(*_, **__):
+        raise index.SearchIndexError("pagefind failed (1): boom")
 
     path.write_text(path.read_text(encoding="utf-8").replace("Renamed ", "Renamed again ", 1), encoding="utf-8")
     before = {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()}
-    monkeypatch.setattr(search, "build_index", failing)
+    monkeypatch.setattr(index, "build_index", failing)
     assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 1
     assert any("Renamed again " in p.read_text(encoding="utf-8") for p in site.glob("e/*/index.html"))
     assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == before

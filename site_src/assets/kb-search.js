@@ -42,12 +42,31 @@
     return text.replace(/^[\s"'\u201c\u201d`]+|[\s"'\u201c\u201d`]+$/g, "").replace(/\s+/g, " ");
   }
 
+  // Pagefind, with every shard of the index merged in (kb-shards.json lists their folders, the
+  // first holding pagefind.js; kb/index.py). A site without searched pages has no shard: its
+  // searches find no page.
+  var NO_PAGES = {
+    search: function () { return Promise.resolve({ results: [] }); },
+    filters: function () { return Promise.resolve({}); }
+  };
+
   function load() {
     if (!pagefind) {
-      pagefind = import(bundle + "pagefind.js").then(function (module) {
-        return module.options({ baseUrl: siteRoot.pathname }).then(function () {
-          return module;
-        });
+      var listed = fetch(bundle + "kb-shards.json").then(function (r) {
+        if (!r.ok) throw new Error("kb-shards.json: HTTP " + r.status);
+        return r.json();
+      });
+      var imported = import(bundle + "pagefind.js").then(null, function (error) { return { failed: error }; });
+      pagefind = Promise.all([listed, imported]).then(function (both) {
+        var folders = both[0].indexes, module = both[1];
+        if (!folders.length) return NO_PAGES;
+        if (module.failed) throw module.failed;
+        var options = { baseUrl: siteRoot.pathname };
+        return module.options(options).then(function () {
+          return Promise.all(folders.slice(1).map(function (folder) {
+            return module.mergeIndex(new URL(folder, bundle).href, options);
+          }));
+        }).then(function () { return module; });
       });
     }
     return pagefind;
