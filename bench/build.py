@@ -8,11 +8,11 @@ For each size N the synthetic knowledge base of bench/synth.py is written to WOR
 every stage runs in a child process of its own, so each stage's wall time and peak memory
 (ru_maxrss of the child and its descendants, from os.wait4) are separable:
 
-  load+validate  kb.lint.check over the entry files, as it is (per-file load and schema, then the
+  load+validate  kb.records.lint.check over the entry files, as it is (per-file load and schema, then the
                  cross checks); past --check-timeout its time is estimated (per-file part as
                  measured, cross checks grown as N squared from the smaller size)
-  render         kb.pages.Renderer.all_pages() (cell, pointer, disambiguation and index bodies)
-  exports        kb.export (JSON API, OSV, feed, JSON-LD per cell page) and triage patterns
+  render         kb.site.pages.Renderer.all_pages() (cell, pointer, disambiguation and index bodies)
+  exports        kb.site.export (JSON API, OSV, feed, JSON-LD per cell page) and triage patterns
   mkdocs         the mkdocs build with the Material theme through hooks/kb_pages.py, minus the
                  hook's generate time; lint.check is replaced by the pickled result and the
                  Pagefind step by a no-op, so this is mkdocs and the theme alone
@@ -182,7 +182,7 @@ def _progress(name: str, started: float) -> None:
 def stage_check(args) -> dict:
     """lint.check as it is; prints when the per-file part ends and how long the cross checks
     and the look-alike rule take, so a run killed at its timeout still tells where it was."""
-    from kb import lint
+    from kb.records import lint
 
     started = time.perf_counter()
     cross, look = lint._cross_checks, getattr(lint, "_look_alikes", None)
@@ -219,7 +219,7 @@ def stage_prepare(args) -> dict:
     empty: they only serve problem messages."""
     import yaml
 
-    from kb.lint import Cell
+    from kb.records.lint import Cell
     from kb.schema import Entry
 
     class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -237,7 +237,7 @@ def stage_prepare(args) -> dict:
 
 
 def stage_render(args) -> dict:
-    from kb.pages import Renderer, Site
+    from kb.site.pages import Renderer, Site
 
     cells = _cells(args.cache)
     with _profiled(args.profile) as timer:
@@ -253,9 +253,10 @@ def stage_render(args) -> dict:
 def stage_exports(args) -> dict:
     import json as json_lib
 
-    from kb import export, match
-    from kb.generate import _facts_schema
-    from kb.pages import Site
+    from kb.site import export
+    from kb.site.generate import _facts_schema
+    from kb.site.pages import Site
+    from kb.triage import match
 
     cells = _cells(args.cache)
     site = Site(cells)
@@ -271,7 +272,8 @@ def stage_exports(args) -> dict:
 def stage_mkdocs(args) -> dict:
     import logging
 
-    from kb import build, index, lint
+    from kb.records import lint
+    from kb.site import build, index
 
     cells = _cells(args.cache)
     files = len(lint.entry_files([args.entries]))
@@ -303,7 +305,7 @@ def stage_mkdocs(args) -> dict:
 
 
 def stage_search(args) -> dict:
-    from kb import incremental, index
+    from kb.site import incremental, index
 
     urls = incremental.load(args.out).indexed  # the mkdocs stage's kb build kept them
     shutil.rmtree(args.out / "pagefind", ignore_errors=True)
@@ -320,7 +322,7 @@ def stage_floor(args) -> dict:
     from jinja2 import Environment
     from markupsafe import Markup
 
-    from kb.slug import slug
+    from kb.records.slug import slug
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     if args.out.exists():

@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from browser import CHROMIUM, serve  # noqa: E402
-from kb import lint  # noqa: E402
-from kb.pages import Site  # noqa: E402
+from kb.records import lint  # noqa: E402
+from kb.site.pages import Site  # noqa: E402
 
 CATEGORIES = ["performance", "accessibility", "best-practices", "seo"]
 TARGETS = {"performance": 95, "accessibility": 100, "best-practices": 100, "seo": 100}

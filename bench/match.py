@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kb import lint, patterns  # noqa: E402
+from kb.records import lint, patterns  # noqa: E402
 
 STAMP = "{mm}-{dd} {hh}:{mi}:{ss}"
 NOISE = [

@@ -62,8 +62,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2, help="one-title edits per size (each a new title)")
     args = parser.parse_args()
     import synth
-    from kb import lint
-    from kb.catalog import Site
+    from kb.records import lint
+    from kb.records.catalog import Site
 
     work = ROOT / ".cache" / "bench"
     print(f"{'cells':>6}  {'build':<10} {'to pages':>9} {'to end':>8} {'files rewritten':>16}  target (to pages)")

@@ -47,8 +47,8 @@ def main() -> int:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from kb import lint
-    from kb.catalog import Site
+    from kb.records import lint
+    from kb.records.catalog import Site
 
     site = Site(lint.cached_check([args.entries or ROOT / "kb" / "entries"]).cells)
     queries = [c.entry.signatures[0].text for c in random.Random(12).sample(site.cells, args.searches)]

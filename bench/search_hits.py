@@ -16,7 +16,7 @@ Chromium (Debian's /usr/bin/chromium, as the browser tests drive it) against tha
 A hit is the right page first: the cell, or the page that tells apart the cells printing that
 string. A cut literal that another page's literal also holds, or a literal whose numbers are all
 it differs by from another's, may land on either (counted as hits, and reported apart); "holds"
-and "differs" as the search box compares them (kb.search.comparable: normalised, numbers
+and "differs" as the search box compares them (kb.site.search.comparable: normalised, numbers
 masked). Prints the hit rate per variant, and the median time from typing to results (the box
 waits 120 ms after the last keystroke). With --sample N, N literal strings drawn at random (for large synthetic
 sets, bench/synth.py). Not a test: it measures, it asserts nothing.
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import CHROMIUM, CHROMIUM_ARGS, search, serve  # noqa: E402
-from kb.search import comparable  # noqa: E402
+from kb.site.search import comparable  # noqa: E402
 
 PREFIXES = [
     "(EngineCore_DP0 pid=2211) ERROR 12-01 10:02:11 [core.py:710] ",
@@ -100,7 +100,7 @@ def variants(text: str, index: int, rng: random.Random) -> dict[str, str]:
 def acceptable(kind: str, query: str, text: str, forms: dict[str, tuple[str, str]], pages: dict[str, str],
                want: str) -> set[str]:
     """The pages a search may put first for this variant of `text` (`pages`: literal -> page;
-    `forms`: literal -> what the search box compares, kb.search.comparable)."""
+    `forms`: literal -> what the search box compares, kb.site.search.comparable)."""
     ok = {want}
     if kind.startswith("cut"):
         cut = comparable(query)[0]
@@ -120,15 +120,15 @@ def main() -> int:
     parser.add_argument("--misses", action="store_true", help="list every miss")
     args = parser.parse_args()
 
-    from kb import lint
-    from kb.catalog import Site, string_url
+    from kb.records import lint
+    from kb.records.catalog import Site, string_url
 
     result = lint.check([args.entries])
     if result.problems:
         print(f"{len(result.problems)} problem(s) in {args.entries}; run kb check", file=sys.stderr)
         return 1
     if args.build:
-        from kb import build
+        from kb.site import build
 
         if build.build(args.site, args.entries) != 0:
             return 1

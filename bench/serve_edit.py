@@ -38,8 +38,8 @@ def main() -> int:
     from browser import CHROMIUM, CHROMIUM_ARGS, free_port
     from playwright.sync_api import sync_playwright
 
-    from kb import lint
-    from kb.catalog import Site
+    from kb.records import lint
+    from kb.records.catalog import Site
 
     work = ROOT / ".cache" / "bench"
     print(f"{'cells':>6}  {'edit':>4}  {'seconds to the browser':>22}  target")

@@ -1,4 +1,4 @@
-"""Thin mkdocs adapter: hands the output of `kb.generate` to mkdocs and indexes the built site.
+"""Thin mkdocs adapter: hands the output of `kb.site.generate` to mkdocs and indexes the built site.
 
 All generation lives in `kb/`; this file only maps it onto mkdocs events.
 """
@@ -15,8 +15,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb import index, shell
-from kb.generate import GenerateError
+from kb.site import index, shell
+from kb.site.generate import GenerateError
 
 log = logging.getLogger("mkdocs.hooks.kb")
 _state: dict = {}
@@ -35,7 +35,7 @@ def on_config(config):
     # The theme's footer and the cells' Edit and Report links use the repository.
     extra["kb_repo_url"] = layout.repo_url
     # Pages outside the navigation share the theme's chrome within a folder: the theme renders one
-    # stand-in per folder (kb.shell) and on_post_build fills it for each page; the pages the
+    # stand-in per folder (kb.site.shell) and on_post_build fills it for each page; the pages the
     # navigation lists go through the theme one by one.
     _state.update(layout=layout, generated=layout.generated, filled=layout.filled,
                   stand_ins={p.src: kind for kind, p in layout.stand_ins.items()}, shells={}, fragments={}, splices={},
@@ -94,7 +94,7 @@ def on_post_page(output, page, config):
     if kind is not None:
         _state["shells"][kind] = shell.Shell(output, kind)
     elif page.url in _state["fragments"]:
-        # Kept so `kb build` can put a new fragment in place next time (kb.incremental).
+        # Kept so `kb build` can put a new fragment in place next time (kb.site.incremental).
         fragment = _state["fragments"][page.url]
         cut = fragment is not None and output.count(fragment) == 1
         _state["splices"][f"{page.url}index.html"] = tuple(output.split(fragment)) if cut else None

@@ -27,7 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / ".cache" / "kb"
 # What `kb check`'s answer for one file depends on besides its bytes and the day.
-CHECK_MODULES = ["load", "schema", "lint", "rules", "prose", "patterns", "normalise", "problems", "visible", "slug"]
+CHECK_MODULES = [
+    "kb.records.load", "kb.schema", "kb.records.lint", "kb.records.rules", "kb.records.prose", "kb.records.patterns",
+    "kb.records.normalise", "kb.records.problems", "kb.records.visible", "kb.records.slug"
+]
 CHECK_PACKAGES = ["pydantic", "pydantic_core", "PyYAML", "markdown-it-py", "packaging"]
 
 
@@ -44,8 +47,8 @@ def code_fingerprint(modules: list[str], packages: list[str]) -> str:
     """What a stage's results depend on besides their input: its modules' source and the
     versions of the packages it calls."""
     parts: list[str | bytes] = []
-    for name in modules:
-        parts += [name, (ROOT / "kb" / f"{name}.py").read_bytes()]
+    for name in modules:  # dotted: kb.records.load
+        parts += [name, (ROOT / f"{name.replace('.', '/')}.py").read_bytes()]
     versions = installed_versions()
     for package in packages:
         parts += [package, versions.get(_normal(package), "not installed")]

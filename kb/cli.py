@@ -8,11 +8,12 @@ import os
 import sys
 from pathlib import Path
 
-from kb import ENTRIES, default_entries, facets
+from kb import ENTRIES, default_entries
+from kb.records import facets
 
 
 def _explain(code: str) -> int:
-    from kb.rules import RULES
+    from kb.records.rules import RULES
 
     rule = RULES.get(code.strip().upper())
     if rule is None:
@@ -31,7 +32,7 @@ def _explain(code: str) -> int:
 def _check(args) -> int:
     if args.explain is not None:
         return _explain(args.explain)
-    from kb import lint
+    from kb.records import lint
 
     paths = [Path(p) for p in args.paths] or [default_entries()]
     named = lint.entry_files(paths)
@@ -65,14 +66,14 @@ def _schema(args) -> int:
 
 
 def _build(args) -> int:
-    from kb import build
+    from kb.site import build
 
     return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url, repo_url=args.repo_url,
                        in_place=not args.full)
 
 
 def _serve(args) -> int:
-    from kb import serve
+    from kb.site import serve
 
     host, port = args.address
     return serve.serve(Path(args.entries), Path(args.site_dir), host, port)
@@ -86,7 +87,7 @@ def _address(value: str) -> tuple[str, int]:
 
 
 def _site_url(value: str) -> str:
-    from kb.origin import site_url
+    from kb.site.origin import site_url
 
     try:
         return site_url(value)
@@ -95,7 +96,7 @@ def _site_url(value: str) -> str:
 
 
 def _repo_url(value: str) -> str:
-    from kb.origin import repo_url
+    from kb.site.origin import repo_url
 
     try:
         return repo_url(value)
@@ -107,9 +108,9 @@ def _match(args) -> int:
     import shutil
     import tempfile
 
-    from kb import evidence, match
-    from kb.request import new_cell_text
-    from kb.visible import visible
+    from kb.records.visible import visible
+    from kb.triage import evidence, match
+    from kb.triage.request import new_cell_text
 
     rule_list, problems = match.load_rules(Path(args.entries))
     if problems:
@@ -130,7 +131,7 @@ def _match(args) -> int:
             log = open(args.file, "rb")
         with log:
             hits = matcher.scan(log)
-            if evidence_rules:  # identifiers seen together: logs that print no error line (kb.evidence)
+            if evidence_rules:  # identifiers seen together: logs that print no error line (kb.triage.evidence)
                 log.seek(0)
                 hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
             if not hits and not args.json:
@@ -167,15 +168,15 @@ def _match(args) -> int:
 
 
 def _doctor(args) -> int:
-    from kb import doctor
+    from kb.doctor import diagnose
 
-    return doctor.main(Path(args.entries), facts_path=args.facts, as_json=args.json, facts_schema=args.facts_schema,
+    return diagnose.main(Path(args.entries), facts_path=args.facts, as_json=args.json, facts_schema=args.facts_schema,
                        timeout=args.timeout, site_url=args.site_url)
 
 
 def _lock(args) -> int:
-    from kb import urls
-    from kb.generate import GenerateError, generate
+    from kb.site import urls
+    from kb.site.generate import GenerateError, generate
 
     try:
         generated = generate(ENTRIES)
@@ -190,13 +191,13 @@ def _lock(args) -> int:
 
 
 def _new(args) -> int:
-    from kb import new
+    from kb.records import new
 
     return new.run(args)
 
 
 def _refresh(args) -> int:
-    from kb import refresh
+    from kb.records import refresh
 
     return refresh.main(args)
 

@@ -2,8 +2,8 @@
 
 A cell lives in `kb/entries/<id>.yaml`; its id is the file stem and is never written inside.
 Field rules that a single value can break carry their stable rule code (`KB0xx`, see
-`kb.rules`) as the pydantic error type, so the linter reports them with file, line and field.
-Rules across records (unknown related ids, shared signatures) live in `kb.lint`.
+`kb.records.rules`) as the pydantic error type, so the linter reports them with file, line and field.
+Rules across records (unknown related ids, shared signatures) live in `kb.records.lint`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from kb import facets
+from kb.records import facets
 
 # Whole-value patterns. In Python's `re`, `$` also matches before a trailing newline, so every
 # `re` pattern here is applied with `fullmatch` and written without `^...$`; digits are spelled
 # [0-9] because `\d` also matches other scripts' digits. The three `*_PATTERN`s below keep their
 # anchors: they are pydantic `pattern=` constraints, run as Rust regexes, where `$` is the very
-# end (tests/test_hostile_entries.py pins that); `kb.lint` applies ID_PATTERN with fullmatch.
+# end (tests/test_hostile_entries.py pins that); `kb.records.lint` applies ID_PATTERN with fullmatch.
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 PACKAGE_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 COMMIT_PATTERN = r"^[0-9a-f]{7,40}$"
@@ -46,7 +46,7 @@ LINK_FORMS = {
 }
 ANY_SOURCE = re.compile("|".join(f"(?:{form.pattern})" for form in LINK_FORMS.values()))
 
-# What a page can draw (kb.charts) and a feed can date. Beyond 1e15 an int is no longer exact as
+# What a page can draw (kb.site.charts) and a feed can date. Beyond 1e15 an int is no longer exact as
 # a float, and a 400-digit one is no float at all; below 1e-9 tick labels run out of digits.
 # Before 2000 there were no CUDA-era tools to report on, and dates before 1970 break the build's
 # timestamps (SOURCE_DATE_EPOCH, sitemap gzip).
@@ -94,8 +94,8 @@ def _no_controls(value: str, allow_newlines: bool) -> str:
 
 def _no_markup(value: str) -> None:
     """No raw HTML, images or headings, links https only: the same parse as the renderer
-    (`kb.prose`), so what is reported here is exactly what the page would show as text."""
-    from kb import prose  # late: markdown-it is only needed when a record is checked
+    (`kb.records.prose`), so what is reported here is exactly what the page would show as text."""
+    from kb.records import prose  # late: markdown-it is only needed when a record is checked
 
     for code, message, found, line in prose.problems(value):
         where = f" on line {line} of the text" if "\n" in value.rstrip("\n") else ""
@@ -244,7 +244,7 @@ class Record(BaseModel):
 
 
 def _pattern(value: str) -> str:
-    from kb import patterns  # late: patterns imports the normaliser, not the schema
+    from kb.records import patterns  # late: patterns imports the normaliser, not the schema
 
     try:
         compiled = patterns.compile_signature(value, value)
@@ -266,7 +266,7 @@ class Signature(Record):
     @field_validator("match")
     @classmethod
     def _matches_own_text(cls, match: str | None, info: ValidationInfo) -> str | None:
-        from kb import patterns
+        from kb.records import patterns
 
         text = info.data.get("text")
         if match is not None and text is not None and not patterns.matches(patterns.compile_signature(text, match), text):
@@ -274,7 +274,7 @@ class Signature(Record):
         return match
 
 
-# Evidence (kb.evidence): identifiers that, found together within a few lines, show a cell in a
+# Evidence (kb.triage.evidence): identifiers that, found together within a few lines, show a cell in a
 # log that prints no error string. A term is one code identifier, matched case-sensitively as a
 # whole identifier; it must look like code (an `_`, `.`, `/` or digit, or a CamelCase hump), since
 # a plain word (`workspace`, `WARNING`) is in too many logs to be evidence of anything.
@@ -294,7 +294,7 @@ def _term(value: str) -> str:
 
 
 def _number(value: str) -> str:
-    from kb import patterns  # late, as in _pattern
+    from kb.records import patterns  # late, as in _pattern
 
     try:
         parts = patterns.parse(value)

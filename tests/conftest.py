@@ -18,7 +18,7 @@ def _in_repo_root(monkeypatch):
 
 
 def _build(entries: Path, out: Path, **kwargs) -> Path:
-    from kb import build
+    from kb.site import build
 
     cwd = os.getcwd()
     os.chdir(ROOT)
@@ -31,8 +31,8 @@ def _build(entries: Path, out: Path, **kwargs) -> Path:
 
 def checked_site(entries: Path):
     """The catalog of an entries folder that must check clean."""
-    from kb import lint
-    from kb.catalog import Site
+    from kb.records import lint
+    from kb.records.catalog import Site
 
     result = lint.check([entries])
     assert result.problems == []

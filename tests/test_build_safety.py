@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT
-from kb import build
 from kb.cli import main
+from kb.site import build
 
 ENTRIES = FIXTURES / "good"
 
@@ -51,7 +51,7 @@ def _refused(capsys, target: Path, *args: str) -> str:
 
 
 def _untouched_repo():
-    for path in ("mkdocs.yml", ".git/HEAD", "kb/build.py", "site_src/index.md"):
+    for path in ("mkdocs.yml", ".git/HEAD", "kb/site/build.py", "site_src/index.md"):
         assert (ROOT / path).is_file(), path
     assert not (ROOT / build.MARKER).exists()
     assert not (ROOT / "index.html").exists()
@@ -217,7 +217,7 @@ def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, cap
 def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeypatch):
     """An edited page is on disk when Pagefind starts reading the site again; the old index stays
     until the new one is swapped in, and a failing index leaves the new pages and the old index."""
-    from kb import index
+    from kb.site import index
 
     entries = tmp_path / "entries"
     shutil.copytree(ENTRIES, entries)

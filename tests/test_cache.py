@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from kb import cache as cache_mod
-from kb import cli, lint
+from kb import cli
+from kb.records import lint
 
 from conftest import FIXTURES, ROOT
 
@@ -113,9 +114,10 @@ def test_a_warm_kb_match_reads_its_rules_from_the_cache_without_the_check():
     check, and finds the same cells as the first."""
     import sys
 
-    code = ("import sys, json; from pathlib import Path; from kb import match; "
+    code = ("import sys, json; from pathlib import Path; from kb.triage import match; "
             f"rules, problems = match.load_rules(Path({str(ROOT / 'kb' / 'entries')!r})); "
-            "print(json.dumps([len(rules), len(problems), 'pydantic' in sys.modules, 'kb.lint' in sys.modules]))")
+            "print(json.dumps([len(rules), len(problems), 'pydantic' in sys.modules, "
+            "'kb.records.lint' in sys.modules]))")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
             for _ in range(2)]
     first, second = (json.loads(run.stdout) for run in runs)
@@ -131,8 +133,8 @@ def test_only_folders_of_this_checkout_are_cached_each_in_its_own_file(tmp_path)
 
 
 def _render(entries, store=None, calls=None):
-    from kb.catalog import Site
-    from kb.pages import Renderer
+    from kb.records.catalog import Site
+    from kb.site.pages import Renderer
 
     renderer = Renderer(Site(lint.check([entries]).cells), "https://github.com/example/kb", store)
     if calls is not None:

@@ -15,9 +15,10 @@ import pytest
 
 from browser import search, serve
 from conftest import FIXTURES, ROOT, _build
-from kb import build, lint, urls
-from kb.generate import generate
-from kb.pages import Site
+from kb.records import lint
+from kb.site import build, urls
+from kb.site.generate import generate
+from kb.site.pages import Site
 
 SITE_URL = "https://example.org/kb/"
 ATOM = "{http://www.w3.org/2005/Atom}"

@@ -12,9 +12,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kb import cli, doctor, facets, facts, lint
-from kb.facts import Facts
-from kb.pages import Renderer, Site
+from kb import cli
+from kb.doctor import diagnose, facts
+from kb.doctor.facts import Facts
+from kb.records import facets, lint
+from kb.site.pages import Renderer, Site
 
 ROOT = Path(__file__).resolve().parent.parent
 FACTS = ROOT / "tests" / "fixtures" / "facts"
@@ -50,7 +52,7 @@ def verdicts_of(capsys, facts_file: Path, entries: Path = ENTRIES) -> dict[str, 
 
 
 def load(path: Path) -> Facts:
-    return doctor.parse_facts(path.read_text(encoding="utf-8"), str(path))
+    return diagnose.parse_facts(path.read_text(encoding="utf-8"), str(path))
 
 
 def cells(folder: Path = ENTRIES):
@@ -142,27 +144,28 @@ def _with(base: Facts, **packages) -> Facts:
 def test_range_sides_and_unknown_versions():
     b12x = cells()["b12x-moe-workspace-oom-profile-run"].entry  # vllm ==0.25.1
     rtx = load(RTX_BEFORE)
-    assert doctor.judge(b12x, _with(rtx, vllm="0.25.1")) == (
+    assert diagnose.judge(b12x, _with(rtx, vllm="0.25.1")) == (
         "affected", "GPU is sm_120 and vllm 0.25.1 is within ==0.25.1")
-    assert doctor.judge(b12x, _with(rtx, vllm="0.26.0")) == ("fixed", "vllm 0.26.0 is above the affected range ==0.25.1")
-    assert doctor.judge(b12x, _with(rtx, vllm="0.24.0")) == (
+    assert diagnose.judge(b12x, _with(rtx, vllm="0.26.0")) == (
+        "fixed", "vllm 0.26.0 is above the affected range ==0.25.1")
+    assert diagnose.judge(b12x, _with(rtx, vllm="0.24.0")) == (
         "not-applicable", "vllm 0.24.0 is outside the affected range ==0.25.1")
-    assert doctor.judge(b12x, _with(rtx, vllm="not-a-version"))[0] == "unknown"
+    assert diagnose.judge(b12x, _with(rtx, vllm="not-a-version"))[0] == "unknown"
     no_vllm_fact = rtx.model_copy(update={"packages": {k: v for k, v in rtx.packages.items() if k != "vllm"}})
-    assert doctor.judge(b12x, no_vllm_fact) == ("unknown", "vllm version is unknown")
+    assert diagnose.judge(b12x, no_vllm_fact) == ("unknown", "vllm version is unknown")
     # local versions and pre-releases are versions like any other
     xid = cells()["xid13-fp8-cudnn-autotune-sm120"].entry
-    assert doctor.judge(xid, _with(rtx, flashinfer="0.6.18rc1+cu130"))[0] == "affected"
-    assert doctor.judge(xid, _with(rtx, flashinfer="0.6.18.post1+cu130"))[0] == "fixed"
+    assert diagnose.judge(xid, _with(rtx, flashinfer="0.6.18rc1+cu130"))[0] == "affected"
+    assert diagnose.judge(xid, _with(rtx, flashinfer="0.6.18.post1+cu130"))[0] == "fixed"
 
 
 def test_no_range_needs_an_installed_package():
     topk = cells()["flashinfer-topk-ragged-operation-not-supported-gb10"].entry
     gb10 = load(GB10)
     none_installed = gb10.model_copy(update={"packages": {k: None for k in gb10.packages}})
-    verdict, why = doctor.judge(topk, none_installed)
+    verdict, why = diagnose.judge(topk, none_installed)
     assert verdict == "unknown" and "none of flashinfer, vllm is installed" in why and "no version range" in why
-    verdict, why = doctor.judge(topk, gb10.model_copy(update={"packages": {}}))
+    verdict, why = diagnose.judge(topk, gb10.model_copy(update={"packages": {}}))
     assert verdict == "unknown" and "whether flashinfer or vllm is installed is unknown" in why
 
 
@@ -171,8 +174,8 @@ def test_several_gpus_any_listed_architecture_counts():
     h200 = load(H200)
     both = gb10.model_copy(update={"gpus": h200.gpus + gb10.gpus})
     topk = cells()["flashinfer-topk-ragged-operation-not-supported-gb10"].entry
-    assert doctor.judge(topk, both)[0] == "affected"
-    assert doctor.environment_key(both).startswith("sm_121-gb10+sm_90-h200-")
+    assert diagnose.judge(topk, both)[0] == "affected"
+    assert diagnose.environment_key(both).startswith("sm_121-gb10+sm_90-h200-")
 
 
 @pytest.mark.parametrize("cc, arch", [("12.0", "sm_120"), ("12.1", "sm_121"), ("9.0", "sm_90"), ("10.0", "sm_100"),
@@ -225,7 +228,7 @@ def test_key_is_stable(capsys, tmp_path):
     data["gpus"] = h200["gpus"]
     other.write_text(json.dumps(data), encoding="utf-8")
     assert report_of(capsys, other)["key"].startswith("sm_90-h200-")
-    assert doctor.environment_key(_with(load(RTX_BEFORE), sglang="0.5.18.post1")) != first
+    assert diagnose.environment_key(_with(load(RTX_BEFORE), sglang="0.5.18.post1")) != first
     assert report_of(capsys, RTX_AFTER)["key"] != first
 
 
@@ -288,8 +291,8 @@ def test_facts_schema_is_exported_and_fits_the_fixtures(capsys):
 
 def test_packages_and_env_names_come_from_the_records():
     live = list(cells(LIVE).values())
-    assert {"flashinfer", "vllm", "sglang", "cudnn"} <= doctor.record_packages(live)
-    names = doctor.mentioned_env(live)
+    assert {"flashinfer", "vllm", "sglang", "cudnn"} <= diagnose.record_packages(live)
+    names = diagnose.mentioned_env(live)
     assert {"VLLM_DISABLED_KERNELS", "TRITON_PTXAS_PATH", "FLASHINFER_CUDA_ARCH_LIST"} <= names
     assert not names & {"CUDA_SUCCESS", "TRITON_MLA", "TRITON_ATTN", "FLASHINFER_CHECK"}
 
@@ -326,7 +329,7 @@ def test_probing_this_machine_never_crashes_and_finishes_in_time():
     assert time.monotonic() - started < 120
     data = json.loads(done.stdout)
     probed = Facts.model_validate(data["facts"])
-    assert data["key"] == doctor.environment_key(probed)
+    assert data["key"] == diagnose.environment_key(probed)
     assert {"torch", "vllm", "flashinfer", "sglang", "triton"} <= set(probed.packages)
     assert len(data["cells"]) == len(cells(LIVE))
     human = subprocess.run([sys.executable, "-m", "kb.cli", "doctor"], cwd=ROOT, capture_output=True, text=True,
@@ -345,16 +348,16 @@ def test_applies_snippet_says_what_the_verdict_rules_say(folder):
         rendered = template.render(e=cell.entry)
         assert rendered.startswith('<p class="kb-applies">') and rendered.count("<p") == 1, rendered
         text = html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip()
-        assert text == doctor.applies_sentence(cell.entry, facets.package_name), cell.id
+        assert text == diagnose.applies_sentence(cell.entry, facets.package_name), cell.id
 
 
 def test_applies_sentences_in_plain_words():
     found = cells()
-    assert doctor.applies_sentence(found["sglang-fp8-lm-head-weight-scale-repetition"].entry) == (
+    assert diagnose.applies_sentence(found["sglang-fp8-lm-head-weight-scale-repetition"].entry) == (
         "Applies when the GPU is sm_120 and sglang is in <0.5.19 (fixed in 0.5.19).")
-    assert doctor.applies_sentence(found["xid13-fp8-cudnn-autotune-sm120"].entry) == (
+    assert diagnose.applies_sentence(found["xid13-fp8-cudnn-autotune-sm120"].entry) == (
         "Applies when the GPU is sm_120 and flashinfer is older than 0.6.18.post1, the version that fixes it.")
-    assert doctor.applies_sentence(found["flashinfer-topk-ragged-operation-not-supported-gb10"].entry) == (
+    assert diagnose.applies_sentence(found["flashinfer-topk-ragged-operation-not-supported-gb10"].entry) == (
         "Applies when the GPU is sm_121 or sm_120 and flashinfer or vllm is installed; "
         "the record gives no version range, so any installed version counts.")
     rendered = Renderer(Site(list(found.values()))).env.get_template("_applies.html").render(
@@ -391,12 +394,12 @@ def check_real_gpu_fixture(data: dict) -> None:
         assert not missing, f"GPU {gpu.name!r} lacks {missing} (notes: {saved.notes})"
         assert gpu.architecture not in BLACKWELL, f"{gpu.name} is Blackwell ({gpu.architecture}); expected another GPU"
     assert saved.driver_version and saved.cuda_driver_version
-    assert data["key"] == doctor.environment_key(saved)
+    assert data["key"] == diagnose.environment_key(saved)
     assert data["cells"], "the report judged no cells"
     affected = [c["entry"] for c in data["cells"] if c["verdict"] == "affected"]
     assert not affected, f"Blackwell cells reported affected on {saved.gpus[0].name}: {affected}"
     live = list(cells(LIVE).values())
-    now = [v.entry for v in doctor.verdicts(live, saved) if v.verdict == "affected"]
+    now = [v.entry for v in diagnose.verdicts(live, saved) if v.verdict == "affected"]
     assert not now, f"today's records find these cells affected: {now}"
 
 

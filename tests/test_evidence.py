@@ -1,5 +1,5 @@
 """Evidence: identifiers seen together within a window of lines show a cell that prints no error
-(kb.evidence); the schema keeps terms specific and taken from the record (KB058-KB060)."""
+(kb.triage.evidence); the schema keeps terms specific and taken from the record (KB058-KB060)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT
-from kb import evidence, lint
+from kb.records import lint
+from kb.triage import evidence
 
 GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
 
@@ -66,7 +67,7 @@ def test_numbers_must_fall_in_the_same_window(rule_list):
 def test_evidence_weighs_less_than_a_literal_signature(rule_list):
     """A log that prints the MLA error line and also shows another cell's evidence ranks the
     literal cell first."""
-    from kb import match
+    from kb.triage import match
 
     matcher = match.Matcher(match.rules(lint.check([ROOT / "kb" / "entries"]).cells))
     log = ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 102400, "

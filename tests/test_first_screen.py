@@ -156,7 +156,7 @@ def test_tables_are_styled_and_chart_labels_stay_readable_on_a_phone(site, cells
 def test_a_generic_string_says_it_does_not_identify_the_cell(site, cells, page):
     """A CUDA error many faults print is flagged `generic`: its page says so and points to triage;
     a specific string's page does not."""
-    from kb.catalog import string_url
+    from kb.records.catalog import string_url
 
     flagged = [(c, s) for c in cells.cells for s in c.entry.signatures if s.generic]
     assert flagged

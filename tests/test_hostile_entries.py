@@ -31,9 +31,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from kb import charts, cli, export, lint, load, schema
-from kb.pages import Renderer, Site
-from kb.rules import code_of_pydantic
+from kb import cli, schema
+from kb.records import lint, load
+from kb.records.rules import code_of_pydantic
+from kb.site import charts, export
+from kb.site.pages import Renderer, Site
 
 from conftest import FIXTURES, ROOT
 
@@ -219,7 +221,7 @@ def test_a_pipe_swapped_in_after_the_lstat_does_not_block(tmp_path):
     """O_NONBLOCK: the open returns at once, and fstat on what was opened refuses the pipe."""
     fifo = tmp_path / "swapped.yaml"
     os.mkfifo(fifo)
-    script = ("import os, sys; from pathlib import Path; from kb import load\n"
+    script = ("import os, sys; from pathlib import Path; from kb.records import load\n"
               "real = os.lstat\n"
               "os.lstat = lambda path, *a, **k: real(sys.argv[1]) if str(path) == sys.argv[2] else real(path, *a, **k)\n"
               "print(*[(p.code, p.message.split(',')[0]) for p in load.load(Path(sys.argv[2])).problems])\n")
@@ -577,7 +579,7 @@ def test_ticks_cover_the_values_in_order(a, b):
 @given(series_rows(), NUMBERS, st.lists(DAYS, min_size=2, max_size=2).map(sorted), AS_OF)
 def test_the_site_renders_every_record_the_check_accepts(rows, single, days, as_of):
     """Values, series and dates within the schema through the engine-independent build
-    (what kb.generate does: every page, the JSON-LD, the data files and the feed)."""
+    (what kb.site.generate does: every page, the JSON-LD, the data files and the feed)."""
     data = copy.deepcopy(GOOD_DATA)
     data["measurements"] = [dict(data["measurements"][0], value=single, as_of=as_of), _measurement(rows)]
     data["published"], data["updated"] = (d.isoformat() for d in days)

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb import cli, lint, prose, schema
-from kb.pages import string_url
+from kb import cli, schema
+from kb.records import lint, prose
+from kb.site.pages import string_url
 
 from browser import serve
 from conftest import FIXTURES, _build

@@ -58,10 +58,12 @@ from pathlib import Path
 
 import pytest
 
-from kb import cli, doctor, facts, lint
-from kb.facts import Facts, Gpu
-from kb.problems import Problem
-from kb.visible import risky, visible
+from kb import cli
+from kb.doctor import diagnose, facts
+from kb.doctor.facts import Facts, Gpu
+from kb.records import lint
+from kb.records.problems import Problem
+from kb.records.visible import risky, visible
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile"
@@ -71,7 +73,7 @@ GOOD_FACTS = ROOT / "tests" / "fixtures" / "facts" / "rtx-pro-6000-sglang-0.5.18
 GOOD_ENTRIES = ROOT / "tests" / "fixtures" / "good"  # the escapes.log error line is its signature
 KB = Path(sys.executable).parent / "kb"  # the installed console script, as a user runs it
 
-# What must never reach a terminal raw: one of each kind `kb.visible` escapes.
+# What must never reach a terminal raw: one of each kind `kb.records.visible` escapes.
 RAW = ["\x1b", "\r", "\x07", "\x00", "\x7f", "\x9b", "\u202a", "\u202e", "\u2066", "\u2069", "\u200e", "\u200f",
        "\u061c", "\u2028", "\u2029", "\ufeff", "\u200b"]
 
@@ -82,7 +84,7 @@ def clean(text: str) -> bool:
             and not any(line.startswith("ok") for line in text.splitlines()))
 
 
-# --- kb.visible ------------------------------------------------------------------------------------
+# --- kb.records.visible ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("char", RAW + [chr(c) for c in range(32)] + [chr(c) for c in range(0x80, 0xA0)]
                          + ["\u202b", "\u202c", "\u202d", "\u2067", "\u2068", "\ufdd0", "\uffff", "\U000e0001",
@@ -139,7 +141,7 @@ def test_doctor_imports_and_runs_nothing_from_the_working_directory(tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     probed = Facts.model_validate(data["facts"])
-    assert data["key"] == doctor.environment_key(probed)
+    assert data["key"] == diagnose.environment_key(probed)
     # This machine has no GPU: the probes say so as they do anywhere else, after finding their
     # packages in the interpreter's site-packages (which -I keeps).
     notes = " ".join(probed.notes)
@@ -191,8 +193,8 @@ def test_probed_strings_are_escaped_and_bad_numbers_dropped():
     assert got.gpus == [Gpu(name="\\x1b[2K\\rok: NVIDIA\\u202e", compute_capability="12.0", sm_count=188)]
     assert got.driver_version == "580\\x07.1"
     assert any("memory_bytes" in note and "treated as unknown" in note for note in got.notes)
-    key = doctor.environment_key(got)
-    text = doctor.report(got, key, doctor.verdicts(_cells(), got), set())
+    key = diagnose.environment_key(got)
+    text = diagnose.report(got, key, diagnose.verdicts(_cells(), got), set())
     assert clean(text) and "GPU 0: \\x1b[2K\\rok: NVIDIA\\u202e; architecture sm_120" in text
 
 
@@ -314,15 +316,15 @@ def test_random_mutations_of_a_good_facts_file_never_raise():
                 raw[at:at] = rng.choice(NASTY)
         stdin = io.TextIOWrapper(io.BytesIO(bytes(raw)), encoding="utf-8")
         try:
-            got = doctor.read_facts("-", stdin)
-        except doctor.FactsError as exc:
+            got = diagnose.read_facts("-", stdin)
+        except diagnose.FactsError as exc:
             refused += 1
             assert clean(str(exc)) and str(exc).startswith("<stdin>: "), str(exc)
             continue
         accepted += 1
-        key = doctor.environment_key(got)
-        results = doctor.verdicts(cells, got)
-        assert clean(doctor.report(got, key, results, doctor.record_packages(cells)))
+        key = diagnose.environment_key(got)
+        results = diagnose.verdicts(cells, got)
+        assert clean(diagnose.report(got, key, results, diagnose.record_packages(cells)))
         assert clean(json.dumps({"facts": got.model_dump(mode="json"), "key": key,
                                  "cells": [r.as_json() for r in results]}, ensure_ascii=False))
     assert accepted > 20 and refused > 300, (accepted, refused)
@@ -342,7 +344,7 @@ def test_report_escapes_facts_strings_that_skipped_validation():
         driver_version=hostile, cuda_driver_version=hostile, cuda_runtime_version=hostile,
         packages={"vllm": hostile}, env={"VLLM_X": hostile}, python=hostile, platform=hostile, notes=[hostile])
     cells = _cells()
-    text = doctor.report(got, "k", doctor.verdicts(cells, got), {"vllm"})
+    text = diagnose.report(got, "k", diagnose.verdicts(cells, got), {"vllm"})
     assert clean(text) and "\\x1b[2K\\rok: fine\\u202e" in text
 
 

@@ -1,5 +1,5 @@
 """`kb build` over an earlier build of the same folder rewrites only the files whose content
-changed (kb.incremental), and what it leaves is byte for byte what a full build gives."""
+changed (kb.site.incremental), and what it leaves is byte for byte what a full build gives."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from conftest import ROOT, checked_site
-from kb import incremental
 from kb.cli import main
+from kb.site import incremental
 
 CELL = "cutlass-fp4-gemm-per-call-workspace"
 ADDED = "incremental-test-added-cell"

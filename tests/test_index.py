@@ -1,4 +1,4 @@
-"""The search index in shards (kb.index): each shard one Pagefind index of the pages its URL
+"""The search index in shards (kb.site.index): each shard one Pagefind index of the pages its URL
 hashes to, merged by the search box in the browser; after an edit only the shards holding a
 changed page are indexed again, and what they hold equals a full build's index."""
 
@@ -15,9 +15,9 @@ import pytest
 
 from browser import search, serve
 from conftest import ROOT, checked_site
-from kb import index
 from kb.cli import main
-from kb.search import shard_of
+from kb.site import index
+from kb.site.search import shard_of
 
 CELL = "cutlass-fp4-gemm-per-call-workspace"
 SMALL = 10  # pages per shard in these tests: the 24 and more cells make several shards

@@ -10,8 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kb import lint, load, schema
-from kb.problems import MISSING
+from kb import schema
+from kb.records import lint, load
+from kb.records.problems import MISSING
 
 from conftest import FIXTURES, ROOT
 

@@ -15,7 +15,8 @@ import pytest
 
 from browser import serve
 from conftest import ROOT
-from kb import lint, match, patterns
+from kb.records import lint, patterns
+from kb.triage import match
 
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "match.json").read_text(encoding="utf-8"))["vectors"]
 KB = [sys.executable, "-m", "kb.cli"]
@@ -91,7 +92,7 @@ def test_triage_builds_the_same_new_cell_request_as_kb_match(site_with_repo, pag
     opens the new-cell issue form with its fields filled from the text as the reader edited it."""
     from urllib.parse import parse_qs, urlsplit
 
-    from kb.request import new_cell_text
+    from kb.triage.request import new_cell_text
 
     with serve(site_with_repo) as base:
         page.goto(base + "triage/")
@@ -182,7 +183,7 @@ def test_placeholders_compile_to_fixed_classes():
 
 
 def test_normalisation_keeps_discriminating_numbers():
-    from kb.normalise import normalise
+    from kb.records.normalise import normalise
 
     assert normalise("(EngineCore_DP0 pid=120) ERROR 01-28 06:36:45 [core.py:946] Hardware limit: 101376") == \
         "hardware limit: 101376"

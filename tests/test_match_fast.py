@@ -1,6 +1,6 @@
 """`kb match`'s block scan finds exactly what a plain reading of every line finds.
 
-The scan (kb.match.Matcher.scan) reads big blocks, lower-cases them whole, looks for one word
+The scan (kb.triage.match.Matcher.scan) reads big blocks, lower-cases them whole, looks for one word
 per rule with one automaton, changes those words when they bring only noise, and decodes and
 normalises only the lines they find. The reference below does none of that: it reads the log line
 by line and asks every rule of every line what `kb match` and the triage page promise. A rule
@@ -26,8 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from kb import lint, match
-from kb.normalise import normalise
+from kb.records import lint
+from kb.records.normalise import normalise
+from kb.triage import match
 
 # Small enough that a few kilobytes of log cross many reads, blocks and automata, and that a word
 # is weighed again after each line it brings that no rule confirms.
@@ -78,7 +79,7 @@ def _shown(hits: list[match.Hit]) -> list[tuple]:
 
 
 def scanned(rule_list: list[match.Rule], log: bytes, **constants) -> list[tuple]:
-    """What the scan reports, with some of kb.match's sizes changed for the while."""
+    """What the scan reports, with some of kb.triage.match's sizes changed for the while."""
     with mock.patch.multiple(match, **constants) if constants else contextlib.nullcontext():
         return _shown(match.Matcher(rule_list).scan(io.BytesIO(log)))
 

@@ -13,9 +13,11 @@ from markupsafe import escape
 
 from browser import serve
 from conftest import FIXTURES, ROOT, checked_site
-from kb import charts, facets, freshness, matrix
-from kb.catalog import paged_url
-from kb.pages import Renderer, Site
+from kb.records import facets
+from kb.records.catalog import paged_url
+from kb.site import charts, freshness, matrix
+from kb.site.pages import Renderer, Site
+from kb.site.urls import page_urls
 
 SVG = "{http://www.w3.org/2000/svg}"
 FRESH = FIXTURES / "freshness"
@@ -313,9 +315,9 @@ def test_gpu_names_in_no_column_link_their_listing():
 
 def test_matrix_url_is_published():
     site = _site(FRESH)
-    urls = {p.url for p in Renderer(site).all_pages()}
-    assert {matrix.URL, freshness.URL} <= urls
-    assert {matrix.URL, freshness.URL} <= set(site.page_urls())
+    rendered = {p.url for p in Renderer(site).all_pages()}
+    assert {matrix.URL, freshness.URL} <= rendered
+    assert {matrix.URL, freshness.URL} <= set(page_urls(site))
 
 
 # --- freshness ----------------------------------------------------------------------------

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, checked_site
-from kb import catalog, freshness
-from kb.catalog import Paging, paged_url, paginate
-from kb.pages import Renderer, Site, first_sentence
-from kb.slug import slug
+from kb.records import catalog
+from kb.records.catalog import Paging, paged_url, paginate
+from kb.records.slug import slug
+from kb.site import freshness
+from kb.site.pages import Renderer, Site, first_sentence
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

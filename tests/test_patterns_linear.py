@@ -2,7 +2,7 @@
 
 A `match` pattern such as `z {int}1{int}1{int}1{int}1{int}1{int}q` once passed `kb check`; a
 log line of 200 digits then kept `kb match`, the triage page and `kb check`'s look-alike rule
-(KB047) busy for minutes. The grammar (`kb.patterns`) now refuses ambiguous sequences (KB044)
+(KB047) busy for minutes. The grammar (`kb.records.patterns`) now refuses ambiguous sequences (KB044)
 and compiles each placeholder to an atomic form that Python's `re` and V8 read the same way.
 Pinned here: the reported pattern is refused by `kb check`; the rule's refused and accepted
 cases; atomic matching means what backtracking matching means for every accepted pattern; and
@@ -27,7 +27,8 @@ import pytest
 
 from browser import serve
 from conftest import FIXTURES, ROOT
-from kb import lint, match, patterns, request
+from kb.records import lint, patterns
+from kb.triage import match, request
 
 CASES = json.loads((FIXTURES / "hostile" / "patterns" / "cases.json").read_text(encoding="utf-8"))
 GOOD_TEXT = (FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml").read_text(encoding="utf-8")

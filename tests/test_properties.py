@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kb import lint, load
-from kb.normalise import normalise
-from kb.problems import Problem
-from kb.rules import RULES
-from kb.slug import MAX_WORDS_CHARS, slug
+from kb.records import lint, load
+from kb.records.normalise import normalise
+from kb.records.problems import Problem
+from kb.records.rules import RULES
+from kb.records.slug import MAX_WORDS_CHARS, slug
 
 from conftest import FIXTURES
 
@@ -99,9 +99,9 @@ def test_loader_and_linter_never_crash_on_a_damaged_good_entry(edits):
 #   title: !!int ""         IndexError: string index out of range
 #   title: 111...1 (4301 digits, no tag)  ValueError: Exceeds the limit (4300 digits) for integer
 #                           string conversion (Python's int() guard; the file is well under 256 KiB)
-# The property stays as it is; the marks go once kb/load.py turns these into problems.
+# The property stays as it is; the marks go once kb/records/load.py turns these into problems.
 LOADER_CRASHES = pytest.mark.xfail(strict=True, raises=(ValueError, KeyError, IndexError, TypeError),
-                                   reason="kb.load crashes on scalars its constructors reject (see above)")
+                                   reason="kb.records.load crashes on scalars its constructors reject (see above)")
 SCALAR_TAGS = ["!!int ", "!!float ", "!!bool ", "!!null ", "!!timestamp ", "!!str ", ""]
 
 
@@ -194,10 +194,10 @@ def test_normalise_is_idempotent_on_arbitrary_text(text):
 #   "info 12-01 10:00:00 [x] info 12-01 10:00:00 [x] " -> "info 12-01 10:00:00 [x]" -> ""  (two prefixes)
 #   "error:a: error:b: x"            -> "error:b: x"                   -> "x"
 #   "\x1b[\x1b[mm"                   -> "\x1b[m"                       -> ""    (colour code split by one)
-# The property stays as it is; the marks go once kb/normalise.py is fixed (strict: a fix makes
+# The property stays as it is; the marks go once kb/records/normalise.py is fixed (strict: a fix makes
 # these fail as XPASS, so the marks cannot be forgotten).
 NOT_IDEMPOTENT = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                   reason="kb.normalise.normalise is not idempotent (see the comment above)")
+                                   reason="kb.records.normalise.normalise is not idempotent (see the comment above)")
 
 
 @ONE_BUG

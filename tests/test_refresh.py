@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT, checked_site
-from kb import cli, freshness, load, refresh
-from kb.pages import Renderer
+from kb import cli
+from kb.records import load, refresh
+from kb.site import freshness
+from kb.site.pages import Renderer
 
 GITHUB = FIXTURES / "github"
 CANONICAL = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kb import cli, lint
-from kb.pages import Renderer, Site
-from kb.rules import RULES
-from kb.rulespage import rules_page
+from kb import cli
+from kb.records import lint
+from kb.records.rules import RULES
+from kb.site.pages import Renderer, Site
+from kb.site.rulespage import rules_page
 
 from conftest import FIXTURES, ROOT
 
@@ -118,7 +119,7 @@ def test_kb029_value_that_fails_its_fields_check(tmp_path):
     path = tmp_path / GOOD.name
     path.write_text(_overlay(RULES["KB029"].bad), encoding="utf-8")
     assert [p.code for p in lint.check([path]).problems] == ["KB003"]
-    from kb.load import load
+    from kb.records.load import load
 
     loaded = load(GOOD)
     loaded.data["title"] = "MLA decode runs out of \ud800 shared memory"
@@ -135,7 +136,7 @@ def test_kb038_one_id_in_two_folders(tmp_path):
 
 
 def test_kb041_example_slugs_are_the_real_ones():
-    from kb.slug import slug
+    from kb.records.slug import slug
 
     for text, url in re.findall(r"'([^']+)' -> e/([a-z0-9-]+)/", RULES["KB041"].good):
         assert slug(text) == url
@@ -415,8 +416,8 @@ def test_new_rules_hold_on_the_live_entries():
 
 def _brute_force_pairs(cells):
     """KB047's pairs the slow way: every text of one cell against every pattern of the other."""
-    from kb import patterns
-    from kb.normalise import normalise
+    from kb.records import patterns
+    from kb.records.normalise import normalise
 
     def regex(signature):
         source = patterns.compile_signature(signature.text, signature.match).source

@@ -2,7 +2,7 @@
 
 Shape, not time: the synthetic knowledge base of bench/synth.py at N = 100 and N = 1,000.
 A full mkdocs build of 1,000 cells takes about 50 s on a 2-core machine, so the size
-comparisons use the engine-independent page bodies of `kb.pages.Renderer` at both sizes, one
+comparisons use the engine-independent page bodies of `kb.site.pages.Renderer` at both sizes, one
 full build at N = 100 checks what the theme adds (its chrome, the navigation), and one full
 build of the heaviest cells of N = 1,000 (with their families) checks the 40 KB cell page.
 Timings are for bench/build.py, never for a test.
@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from kb import freshness, lint, matrix
-from kb.catalog import PER_PAGE, facet_url, paged_url
-from kb.pages import Renderer, Site
+from kb.records import lint
+from kb.records.catalog import PER_PAGE, facet_url, paged_url
+from kb.site import freshness, matrix
+from kb.site.pages import Renderer, Site
+from kb.site.urls import page_urls
 
 _spec = importlib.util.spec_from_file_location("kb_bench_synth", ROOT / "bench" / "synth.py")
 synth = importlib.util.module_from_spec(_spec)  # loaded by path: bench/ is not put on sys.path
@@ -88,7 +90,7 @@ def listed(synthetic):
 
 @pytest.fixture(scope="module")
 def small_site(synthetic, tmp_path_factory) -> Path:
-    from kb import build
+    from kb.site import build
 
     out = tmp_path_factory.mktemp("scale-site") / "site"
     assert build.build(out, synthetic[SMALL][0]) == 0
@@ -299,7 +301,7 @@ def test_the_matrix_summarises_crowded_grid_cells(synthetic):
 def test_page_urls_are_the_rendered_pages(synthetic):
     for n in (SMALL, LARGE):
         _, site, pages = synthetic[n]
-        assert site.page_urls() == sorted(pages)
+        assert page_urls(site) == sorted(pages)
 
 
 def test_pointer_pages_are_small_and_point_at_their_cell(synthetic):
@@ -329,7 +331,7 @@ def _family_files(folder: Path, cells) -> list[Path]:
 def test_the_heaviest_cell_pages_stay_under_40_kb(synthetic, tmp_path):
     """The three largest cell pages of N = 1,000 and the one with the most charted rows, built
     with the theme (a cell page does not depend on N: see test_a_cell_page_does_not_depend_on_n)."""
-    from kb import build
+    from kb.site import build
 
     folder, site, pages = synthetic[LARGE]
     by_size = sorted(site.cells, key=lambda c: len(pages[site.url(c)].body.encode()), reverse=True)

@@ -16,9 +16,9 @@ import pytest
 
 from browser import search, serve
 from conftest import ROOT, checked_site
-from kb import search as kb_search
-from kb.catalog import string_url
-from kb.facets import STATUS_NAMES
+from kb.records.catalog import string_url
+from kb.records.facets import STATUS_NAMES
+from kb.site import search as kb_search
 
 
 @pytest.fixture(scope="module")

@@ -114,7 +114,7 @@ def test_files_and_missing_pages_are_served_as_the_site_has_them(served):
 
 def test_the_code_watch_leaves_out_the_entries_folder(tmp_path):
     """An edited record is rebuilt in place; only the code, templates or config restart the server."""
-    from kb.serve import _signature
+    from kb.site.serve import _signature
 
     (tmp_path / "kb" / "entries").mkdir(parents=True)
     (tmp_path / "kb" / "build.py").write_text("x = 1\n")

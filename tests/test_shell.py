@@ -1,4 +1,4 @@
-"""Pages filled into a shell (kb.shell) are the pages the theme would have written: a site built
+"""Pages filled into a shell (kb.site.shell) are the pages the theme would have written: a site built
 with shells and one built with every page through the theme are the same, file for file."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 import pytest
 
 from conftest import FIXTURES, ROOT, _build
-from kb import shell
-from kb.page import Page
+from kb.site import shell
+from kb.site.page import Page
 
 SITE_URL = "https://example.org/kb/"
 

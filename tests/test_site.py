@@ -12,7 +12,7 @@ import pytest
 
 from browser import search, serve
 from conftest import FIXTURES, ROOT, checked_site
-from kb.pages import Renderer, Site, string_url
+from kb.site.pages import Renderer, Site, string_url
 
 GOLDEN = ROOT / "tests" / "golden"
 

@@ -1,4 +1,4 @@
-// The normalisation of kb/normalise.py in the browser, loaded by the triage page and the header
+// The normalisation of kb/records/normalise.py in the browser, loaded by the triage page and the header
 // search box alike. The rules themselves are data, exported by the build (triage/patterns.json,
 // search/literals.json); this file only runs them, exactly as `normalise()` in Python does.
 (function (global) {

@@ -1,5 +1,5 @@
 // The header search box. A pasted line is first normalised as the triage page normalises it
-// (kb-normalise.js running the rules of kb/normalise.py), then search-only rules take off what
+// (kb-normalise.js running the rules of kb/records/normalise.py), then search-only rules take off what
 // varies around a literal (log prefixes, Xid prefixes, temporary file names) and numbers are
 // masked. Two searches run side by side:
 // - the literal strings of every cell (search/literals.json and the shards it names, fetched as
@@ -43,7 +43,7 @@
   }
 
   // Pagefind, with every shard of the index merged in (kb-shards.json lists their folders, the
-  // first holding pagefind.js; kb/index.py). A site without searched pages has no shard: its
+  // first holding pagefind.js; kb/site/index.py). A site without searched pages has no shard: its
   // searches find no page.
   var NO_PAGES = {
     search: function () { return Promise.resolve({ results: [] }); },
@@ -81,7 +81,7 @@
   }
 
   // The rules and the shard table (search/literals.json), fetched once; the shards of literal
-  // strings (search/literals/<n>.json, kb.search.literal_files) as a query needs them: those of
+  // strings (search/literals/<n>.json, kb.site.search.literal_files) as a query needs them: those of
   // its KEYS longest uncommon words, or of its pair key when all its words are common.
   function loadLiterals() {
     if (!literals) {

@@ -86,7 +86,7 @@
     }).sort(function (a, b) { return b.score - a.score || (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0); });
   }
 
-  // Evidence (kb/evidence.py): a cell shown by identifiers seen together within a window of lines,
+  // Evidence (kb/triage/evidence.py): a cell shown by identifiers seen together within a window of lines,
   // for logs that print no error line. Terms are case-sensitive whole identifiers; numbers are
   // patterns over normalised lines. The window is the first line e where every term and number
   // was last seen at or after e - window + 1; those last sightings are the lines shown.
@@ -154,7 +154,7 @@
     });
   }
 
-  // The new-cell request: the same rules and text as `kb match` (kb/request.py), exported in
+  // The new-cell request: the same rules and text as `kb match` (kb/triage/request.py), exported in
   // patterns.json: the last error-looking lines without their log prefixes, varying parts as the
   // pattern grammar's placeholders, the GPU and versions named; nothing else of the log.
   function compileRequest(r) {

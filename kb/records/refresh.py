@@ -83,9 +83,10 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from kb import cache, load
+from kb import cache
+from kb.records import load
+from kb.records.visible import visible
 from kb.schema import FIRST_DATE
-from kb.visible import visible
 
 API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -179,7 +180,7 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
     with their issue and pull-request links; and the errors met."""
     from pydantic import ValidationError
 
-    from kb.lint import entry_files
+    from kb.records.lint import entry_files
     from kb.schema import Component as ComponentModel
     from kb.schema import Link as LinkModel
 

@@ -1,7 +1,7 @@
 """Log triage: which cells a log shows, with the lines that show them (`kb match`).
 
 A rule (one per signature) shows in a line when its anchor word is in the line, each of its
-`words` too, and its pattern (`kb.patterns`) matches the line normalised (`kb.normalise`). The
+`words` too, and its pattern (`kb.records.patterns`) matches the line normalised (`kb.records.normalise`). The
 rules are exported for the triage page, which applies these tests to every line in the browser.
 
 `kb match` gets the same answer without looking at most lines. The log is read as bytes, CHUNK
@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 import ahocorasick_rs
 
-from kb import normalise, patterns
+from kb.records import normalise, patterns
 
 if TYPE_CHECKING:  # the check and the catalog load only when the cached rules cannot be used
-    from kb.problems import Problem
+    from kb.records.problems import Problem
     from kb.schema import Cell
 
 CHUNK = 8 * 1024 * 1024
@@ -64,7 +64,7 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
     """One rule per signature, in a fixed order (cell id, then signature order). `cache`
     (kb.cache) keeps each cell's rules, made again only when what they hold changed."""
     from kb.cache import code_fingerprint, fingerprint
-    from kb.catalog import Site
+    from kb.records.catalog import Site
 
     site = Site(cells)
     code = code_fingerprint(MATCH_MODULES, []) if cache is not None else ""
@@ -88,7 +88,10 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
     return out
 
 
-MATCH_MODULES = ["match", "patterns", "normalise", "catalog", "slug", "facets"]
+MATCH_MODULES = [
+    "kb.triage.match", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
+    "kb.records.facets"
+]
 
 
 def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
@@ -98,7 +101,7 @@ def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
     import datetime as dt
 
     from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint, for_folders
-    from kb.load import read
+    from kb.records.load import read
 
     cache = for_folders("match", [entries])
     key = None
@@ -121,7 +124,7 @@ def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
             hit = cache.get(key)
             if hit is not None:
                 return hit, []
-    from kb import lint
+    from kb.records import lint
 
     result = lint.cached_check([entries])
     if result.problems:
@@ -302,7 +305,7 @@ def _block_end(buffer: bytearray, start: int, cut: int) -> int:
 
 
 def _rarity(word: str) -> tuple[bool, int, str]:
-    """Code identifiers (with `_` or a digit) first, then longer words, as kb.patterns picks anchors."""
+    """Code identifiers (with `_` or a digit) first, then longer words, as kb.records.patterns picks anchors."""
     return (any(c == "_" or c.isdigit() for c in word), len(word), word)
 
 

@@ -4,20 +4,20 @@ A benchmark table, an allocator snapshot or a py-spy dump prints no exception, b
 kernel source file, the function and a per-call size. A cell's `evidence` items (kb.schema) list
 such terms (and numbers); an item shows in a log when, within some `window` consecutive lines,
 every term is on a line as a whole identifier (case-sensitive; the characters around it are not
-letters, digits or `_`) and every number's pattern (the placeholder grammar of kb.patterns, whole
-words) matches a line normalised (kb.normalise).
+letters, digits or `_`) and every number's pattern (the placeholder grammar of kb.records.patterns, whole
+words) matches a line normalised (kb.records.normalise).
 
 Which window: the first line `e` of the log such that each term and number was last seen at or
 after `e - window + 1`. The lines reported are those last sightings. The triage page
 (kb-triage.js) computes the same from the rules `export` writes into triage/patterns.json.
 
-Weights (next to kb.match's: a literal signature weighs 1 + len/1000, a symptom phrase 0.3): an
+Weights (next to kb.triage.match's: a literal signature weighs 1 + len/1000, a symptom phrase 0.3): an
 item weighs EVIDENCE_WEIGHT = 0.6, once per item, added to the cell's score. Two or more specific
 identifiers together say more than one symptom phrase, less than the error line itself, so a log
 that prints the error still ranks its literal cell first.
 
 `scan` reads the log twice at most: terms are found with one case-sensitive automaton over the
-bytes (line numbers counted as kb.match counts them, one per b"\\n"); numbers, whose digits are
+bytes (line numbers counted as kb.triage.match counts them, one per b"\\n"); numbers, whose digits are
 common, are tested only on lines near a window where every term of their item was found; a last
 read collects the text of the reported lines. Pure: no rendering, no check.
 """
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import ahocorasick_rs
 
-from kb import normalise, patterns
+from kb.records import normalise, patterns
 
 if TYPE_CHECKING:
     from kb.schema import Cell
@@ -58,7 +58,7 @@ class Rule:
 
 def rules(cells: list[Cell]) -> list[Rule]:
     """One rule per evidence item, in a fixed order (cell id, then item order)."""
-    from kb.catalog import Site
+    from kb.records.catalog import Site
 
     site = Site(cells)
     out = []
@@ -71,15 +71,18 @@ def rules(cells: list[Cell]) -> list[Rule]:
     return out
 
 
-EVIDENCE_MODULES = ["evidence", "patterns", "normalise", "catalog", "slug", "facets"]
+EVIDENCE_MODULES = [
+    "kb.triage.evidence", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
+    "kb.records.facets"
+]
 
 
 def load_rules(entries: Path) -> list[Rule]:
-    """The evidence rules of an entries folder that `kb.match.load_rules` found clean. Cached as
-    kb.match caches its rules (keyed by the code and every entry's bytes), so a warm `kb match`
+    """The evidence rules of an entries folder that `kb.triage.match.load_rules` found clean. Cached as
+    kb.triage.match caches its rules (keyed by the code and every entry's bytes), so a warm `kb match`
     still reads no YAML through the check."""
     from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint, for_folders
-    from kb.load import read
+    from kb.records.load import read
 
     cache = for_folders("evidence", [entries])
     key = None
@@ -95,7 +98,7 @@ def load_rules(entries: Path) -> list[Rule]:
             hit = cache.get(key)
             if hit is not None:
                 return hit
-    from kb import lint
+    from kb.records import lint
 
     rule_list = rules(lint.cached_check([entries]).cells)
     if key is not None and cache is not None:
@@ -271,10 +274,10 @@ def scan(rule_list: list[Rule], stream: BinaryIO) -> tuple[list[Found], dict[int
 
 
 def merge(hits: list, found: list[Found], shown: dict[int, str]) -> list:
-    """kb.match hits with the evidence found added: each item adds its weight once to its cell's
+    """kb.triage.match hits with the evidence found added: each item adds its weight once to its cell's
     score and its lines to the cell's lines (in order); cells only evidence shows get a hit of
-    their own. Best first, as kb.match sorts."""
-    from kb.match import Hit
+    their own. Best first, as kb.triage.match sorts."""
+    from kb.triage.match import Hit
 
     by_entry = {h.entry: h for h in hits}
     for item in found:

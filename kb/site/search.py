@@ -1,4 +1,4 @@
-"""Stage 5, search: what the header search box reads besides the Pagefind index (kb.index).
+"""Stage 5, search: what the header search box reads besides the Pagefind index (kb.site.index).
 
 `literals()` hands the box the literal strings themselves, which it scores with typos, pasted
 log prefixes and changed numbers forgiven; `literal_files()` splits them into shards by word
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from kb import normalise
+from kb.records import normalise
 
 # What the header search box scores pasted text against when Pagefind alone would miss it
 # (kb-search.js): every literal string, on the page a search for it must land on. The shared
-# rules of kb.normalise run first, then these search-only rules, on the query and on each literal
+# rules of kb.records.normalise run first, then these search-only rules, on the query and on each literal
 # alike, in the same regular-expression subset (read the same by Python and the browser).
 # They go further than `kb match` may: a whole pasted line is compared with a literal string, not
 # searched for one, so everything around the literal that varies between logs must go.
@@ -60,7 +60,7 @@ def _rules(rules: list[tuple[str, str, str]]) -> list[dict]:
 
 def filters(entry) -> list[str]:
     """The Pagefind filters of a cell page, as templates/pages/cell.html writes them."""
-    from kb import facets
+    from kb.records import facets
 
     values = [f"component:{facets.package_name(c.package)}" for c in entry.components]
     values += [f"architecture:{a}" for a in entry.hardware.architectures]
@@ -74,7 +74,7 @@ def literals(site) -> dict:
     page's title unless `title` says otherwise), the cell's title, and its Pagefind filters as
     indexes into one shared list. A string several cells print is listed once, under the page
     that tells those cells apart: a search for it lands there."""
-    from kb.catalog import string_url
+    from kb.records.catalog import string_url
 
     table: dict[str, int] = {}
     pages = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-SITE_SRC = Path(__file__).resolve().parent.parent / "site_src"
+SITE_SRC = Path(__file__).resolve().parents[2] / "site_src"
 
 
 class PermanenceError(ValueError):
@@ -27,6 +27,24 @@ def page_url(path: Path, site_src: Path = SITE_SRC) -> str:
     """The URL (directory style, from the site root) of the hand-written page at `path`."""
     rel = path.relative_to(site_src).with_suffix("").as_posix()
     return "" if rel == "index" else rel.removesuffix("/index") + "/"
+
+
+def page_urls(site) -> list[str]:
+    """Every URL a site publishes for the cells and indexes of `site` (a kb.records.catalog.Site),
+    sorted: what the renderer makes, known without rendering."""
+    from kb.records.catalog import RULES_URL, facet_url, paged_urls, string_url
+    from kb.site import freshness, matrix
+
+    urls = {string_url(text) for text in site.owners}
+    urls.update({"by/", "triage/"})
+    for facet, groups in site.facet_index.items():
+        urls.add(facet_url(facet))
+        for value, (_, cells) in groups.items():
+            urls.update(paged_urls(facet_url(facet, value), len(cells)))
+    urls.update(matrix.urls(site.cells))
+    urls.update(freshness.urls(site.cells))
+    urls.add(RULES_URL)
+    return sorted(urls)
 
 
 # Files the site's own scripts fetch, named by how the data is split (the search box's shards of
@@ -79,7 +97,7 @@ def write_lock(path: Path, locked: list[str], current: list[str]) -> list[str]:
     """Add the current URLs to the lock; returns the URLs added."""
     added = sorted(set(current) - set(locked))
     lines = sorted(set(locked) | set(current))
-    path.write_text("# Every URL this site has published. Managed by `kb lock`; see kb/urls.py.\n"
+    path.write_text("# Every URL this site has published. Managed by `kb lock`; see kb/site/urls.py.\n"
                     + "\n".join("/" + url for url in lines) + "\n", encoding="utf-8")
     return added
 
@@ -88,7 +106,7 @@ def redirect_page(old: str, new: str, site_url: str | None) -> str:
     """A standalone page at `old` sending readers (and search engines) to `new`."""
     from markupsafe import escape
 
-    from kb.catalog import rel
+    from kb.records.catalog import rel
 
     target = rel(old, new) if not new.endswith(".json") else rel(old, new).rstrip("/")
     canonical = (site_url.rstrip("/") + "/" + new) if site_url else target

@@ -2,7 +2,7 @@
 rebuilt at every saved edit; the open page reloads itself once its new bytes are on disk.
 
 The first build is `kb build --preview` into the folder (`.cache/serve/site` by default); each
-edit of an entry file is a rebuild in place (`kb.incremental`: only the files whose content
+edit of an entry file is a rebuild in place (`kb.site.incremental`: only the files whose content
 changed are written), run in this process, and the search index follows right after the pages.
 An edit of the code, the templates, the hand-written pages or mkdocs.yml restarts the server
 process (`os.execv`), so the new code builds the site. Pages are served as they are on disk with
@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from kb import build
+from kb.site import build
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 POLL_SECONDS = 0.2  # how often the watched files are looked at
 WAIT_SECONDS = 25  # a reload request is answered at the latest after this long
 RELOAD_JS = """(function () {

@@ -2,7 +2,7 @@
 names and URL keys.
 
 Data only, and the one source of every closed list: `kb.schema` builds its choices from the keys
-below, `kb new` and the CLI offer them, `kb.pages` turns them into index pages and `kb.search`
+below, `kb new` and the CLI offer them, `kb.site.pages` turns them into index pages and `kb.site.search`
 into search filters.
 """
 

@@ -4,7 +4,7 @@ Before anything is touched the target is checked: `kb build` replaces the target
 so it refuses a file, a non-empty folder it did not build (no `.kb-site` marker), the repository,
 the entries folder, anything holding either, anything inside the entries or `.git` (exit 2).
 
-When an earlier build of the target left its state (`kb.incremental`) and only records changed,
+When an earlier build of the target left its state (`kb.site.incremental`) and only records changed,
 the files whose content changed are rewritten in place (one rename each) without running the
 engine; otherwise the site is built whole.
 
@@ -28,10 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb import incremental, index, lint, shell
-from kb.generate import GenerateError
+from kb.records import lint
+from kb.site import incremental, index, shell
+from kb.site.generate import GenerateError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MARKER = ".kb-site"
 SEARCH_FOLDER = "pagefind"
 MARKER_TEXT = "Built by `kb build`. The next `kb build` into this folder replaces it whole.\n"
@@ -77,7 +78,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
           shells: bool = True, in_place: bool = True, on_pages=None) -> int:
     """Check `entries` and build the site into `site_dir`. The URL lock and redirects of the
     config guard its own entries folder; another folder is built without them unless given.
-    `in_place`: when an earlier build of `site_dir` left its state (`kb.incremental`), write only
+    `in_place`: when an earlier build of `site_dir` left its state (`kb.site.incremental`), write only
     the files whose content changed instead of running the engine. `on_pages()` is called once
     the pages are in place, before the search index is rebuilt (`kb serve` reloads the browser)."""
     from mkdocs.exceptions import MkDocsException

@@ -17,7 +17,7 @@ to read and extend:
 
 The page stays the same size however many cells there are: a grid cell lists its cells only
 while it has at most `INLINE` of them, else it shows their count by status. Every grid cell
-has a listing page of its own, `matrix/<stack>/<hardware>/`, in pages of `kb.catalog.PER_PAGE`
+has a listing page of its own, `matrix/<stack>/<hardware>/`, in pages of `kb.records.catalog.PER_PAGE`
 cells, and so have the cells not on the grid, `matrix/not-placed/`. These URLs exist whether
 or not the grid cell is empty, so adding or removing cells never takes one away; only the
 later pages of a long listing come and go.
@@ -28,11 +28,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kb import facets
-from kb.catalog import MATRIX_URL as URL
-from kb.catalog import paged_title, paged_urls, paginate
-from kb.page import Page
+from kb.records import facets
+from kb.records.catalog import MATRIX_URL as URL
+from kb.records.catalog import paged_title, paged_urls, paginate
 from kb.schema import Cell
+from kb.site.page import Page
 
 
 # (column key, column header, pattern matched against a GPU string, case-insensitive)
@@ -207,7 +207,7 @@ def urls(cells: list[Cell]) -> list[str]:
 
 
 def pages(renderer) -> list[Page]:
-    """The matrix (`matrix/`) of a `kb.pages.Renderer` and its listing pages."""
+    """The matrix (`matrix/`) of a `kb.site.pages.Renderer` and its listing pages."""
     matrix = build(renderer.site.cells)
     out = [Page(URL, "Serving matrix",
                 "Which Blackwell serving failures bite on which card (RTX PRO 6000, RTX PRO 5000, RTX 50xx, "

@@ -1,6 +1,6 @@
 """Stage 4, catalog: the checked cells and every URL, facet and listing derived from them.
 
-No Jinja, no Markdown: the renderer (`kb.pages`), the exports, triage and doctor all read the
+No Jinja, no Markdown: the renderer (`kb.site.pages`), the exports, triage and doctor all read the
 site's shape from here. Links between pages are relative, so the site works from any sub-path.
 A listing longer than `PER_PAGE` cells goes on over numbered pages (`paginate`): its first page
 keeps the listing's URL, so no page grows with the number of cells.
@@ -13,10 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 
-from kb import facets
 from kb.cache import fingerprint
+from kb.records import facets
+from kb.records.slug import slug
 from kb.schema import Cell
-from kb.slug import slug
 
 NEWEST = 10
 MATRIX_URL = "matrix/"
@@ -158,18 +158,3 @@ class Site:
 
     def newest(self, count: int = NEWEST) -> list[Cell]:
         return sorted(self.cells, key=lambda c: (c.entry.published, c.entry.updated, c.id), reverse=True)[:count]
-
-    def page_urls(self) -> list[str]:
-        """Every URL this site publishes for its cells and indexes, sorted."""
-        from kb import freshness, matrix  # both build on this module; neither renders anything here
-
-        urls = {string_url(text) for text in self.owners}
-        urls.update({"by/", "triage/"})
-        for facet, groups in self.facet_index.items():
-            urls.add(facet_url(facet))
-            for value, (_, cells) in groups.items():
-                urls.update(paged_urls(facet_url(facet, value), len(cells)))
-        urls.update(matrix.urls(self.cells))
-        urls.update(freshness.urls(self.cells))
-        urls.add(RULES_URL)
-        return sorted(urls)

@@ -4,7 +4,7 @@ Engine-independent: nothing here knows mkdocs. Each distinct literal string gets
 `e/<slug>/`: the cell page for a cell's first signature, a short pointer page for its other
 signatures (the literal, the first sentence of the summary, short fix lines and a link: never a
 second copy of the cell), or a disambiguation page when several cells print the same string.
-Index pages group cells by facet (`kb.facets`), `kb.catalog.PER_PAGE` cells to a page. Links
+Index pages group cells by facet (`kb.records.facets`), `kb.records.catalog.PER_PAGE` cells to a page. Links
 between pages are relative, so the site works from any sub-path.
 """
 
@@ -15,14 +15,15 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from kb import charts, facets, freshness, matrix, prose
 from kb.cache import Cache, code_fingerprint, fingerprint
-from kb.rulespage import rules_page
-from kb.catalog import Site, facet_url, paged_title, paginate, rel, string_url
-from kb.page import Page
+from kb.records import facets, prose
+from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.schema import Cell
+from kb.site import charts, freshness, matrix
+from kb.site.page import Page
+from kb.site.rulespage import rules_page
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "pages"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "pages"
 POINTER_REMEDIES = 3  # a pointer page repeats at most this many fix or workaround lines,
 POINTER_REMEDY_CHARS = 160  # each at most this long; the cell page has them all
 
@@ -38,7 +39,10 @@ def first_sentence(text: str) -> str:
 
 # What a cached page (cell, pointer, disambiguation, listing, matrix, freshness) depends on
 # besides its cells: this code, the templates, and the packages that turn records into HTML.
-RENDER_MODULES = ["pages", "prose", "charts", "facets", "catalog", "slug", "page", "schema", "matrix", "freshness"]
+RENDER_MODULES = [
+    "kb.site.pages", "kb.records.prose", "kb.site.charts", "kb.records.facets", "kb.records.catalog",
+    "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness"
+]
 RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
 
 

@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb.search import shard_of
+from kb.site.search import shard_of
 
 SHARD_PAGES = 2000  # pages per Pagefind index, at most about (its memory and time grow faster than linearly)
 INDEXED_KINDS = ("cell", "disambiguation")  # the pages whose templates say data-pagefind-body

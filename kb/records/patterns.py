@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kb.normalise import PRODUCED_WORDS, normalise
+from kb.records.normalise import PRODUCED_WORDS, normalise
 
 
 @dataclass(frozen=True)

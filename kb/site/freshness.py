@@ -14,7 +14,7 @@ sets). For a deterministic build the reference date is never the clock: it is th
 No page grows with the number of records: the claims go `PER_PAGE` to a page (`freshness/`,
 `freshness/2/`, ...), the first page counts them by month with a link to where each month
 starts, and shows the `WAITING_SHOWN` longest-waiting fixes; all of those are listed at
-`freshness/waiting/` (in pages of `kb.catalog.PER_PAGE` cells), a URL that exists even when
+`freshness/waiting/` (in pages of `kb.records.catalog.PER_PAGE` cells), a URL that exists even when
 none wait.
 """
 
@@ -24,11 +24,11 @@ import datetime as dt
 from dataclasses import dataclass
 from itertools import groupby
 
-from kb import facets
-from kb.catalog import FRESHNESS_URL as URL
-from kb.catalog import paged_title, paged_urls, paginate
-from kb.page import Page
+from kb.records import facets
+from kb.records.catalog import FRESHNESS_URL as URL
+from kb.records.catalog import paged_title, paged_urls, paginate
 from kb.schema import Cell
+from kb.site.page import Page
 
 WATCHED = ("fix-proposed", "fixed-main")
 STALE_AFTER_DAYS = 60
@@ -135,7 +135,7 @@ def urls(cells: list[Cell]) -> list[str]:
 
 def pages(renderer) -> list[Page]:
     """The freshness pages (`freshness/`, `freshness/2/`, ..., `freshness/waiting/`) of a
-    `kb.pages.Renderer`."""
+    `kb.site.pages.Renderer`."""
     cells = renderer.site.cells
     reference = reference_date(cells)
     claims = oldest_first(cells)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from kb.normalise import RULES as NORMALISE
+from kb.records.normalise import RULES as NORMALISE
 
 MAX_LINES = 15
 MAX_LINE_CHARS = 400

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from markupsafe import escape
 
-from kb.generate import Generated, generate
-from kb.origin import origin_repo
-from kb.page import Page
+from kb.site.generate import Generated, generate
+from kb.site.origin import origin_repo
+from kb.site.page import Page
 
 _TOKEN = "kbshell{}9f2c7a"
 TOKENS = {name: _TOKEN.format(name) for name in ("title", "description", "body", "jsonld")}
@@ -118,7 +118,7 @@ def repo_of(extra: dict, config_dir: Path) -> str | None:
 def layout(extra: dict, site_url: str | None, nav, config_dir: Path, checked=None) -> Layout:
     """Generate the site an engine's config describes (`extra`: kb_entries, kb_url_lock,
     kb_redirects, kb_repo_url, kb_shells) and split it between the theme and the shells.
-    Raises kb.generate.GenerateError."""
+    Raises kb.site.generate.GenerateError."""
     def path(key: str) -> Path | None:
         return Path(extra[key]) if extra.get(key) else None
 

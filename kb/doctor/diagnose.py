@@ -1,6 +1,6 @@
 """`kb doctor`: which cells apply to this machine, judged from the records alone.
 
-The facts come from `kb.facts` (probed here, or read from a facts file). Each cell's verdict comes
+The facts come from `kb.doctor.facts` (probed here, or read from a facts file). Each cell's verdict comes
 from its record: `hardware.architectures` and `components[].affected` / `fixed_in`. There is no
 code for any one cell; the rules below are the whole of it (site_src/doctor.md says the same):
 
@@ -29,17 +29,17 @@ from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
-from kb import facts as facts_mod
-from kb.facts import Facts
+from kb.doctor import facts as facts_mod
+from kb.doctor.facts import Facts
+from kb.records.visible import visible
 from kb.schema import Cell
-from kb.visible import visible
 
 VERDICTS = ("affected", "fixed", "unknown", "not-applicable")
 TITLES = {"affected": "Affected", "fixed": "Fixed", "unknown": "Unknown", "not-applicable": "Not applicable"}
 KEY_PACKAGES = ("torch", "vllm", "sglang", "flashinfer")
 
 # Environment-variable names in record text. VLLM_/SGLANG_ names are all taken; names with other
-# prefixes only where written as NAME=value, in an env-var remedy, or listed in kb.facts.BASE_ENV
+# prefixes only where written as NAME=value, in an env-var remedy, or listed in kb.doctor.facts.BASE_ENV
 # (CUDA_SUCCESS, TRITON_MLA and FLASHINFER_CHECK are identifiers, not variables).
 _ENV_WORD = re.compile(r"\b(?:VLLM|SGLANG|SGL|FLASHINFER|TRITON|TORCH|PYTORCH|CUDA|CUDNN|NCCL|NVIDIA)_[A-Z0-9_]*[A-Z0-9]\b")
 _ALWAYS_ENV = ("VLLM_", "SGLANG_")
@@ -191,7 +191,7 @@ def applies_sentence(entry, name: Callable[[str], str] = lambda p: p) -> str:
 
 
 def verdicts(cells: list[Cell], facts: Facts, site_url: str = "") -> list[Verdict]:
-    from kb.catalog import Site
+    from kb.records.catalog import Site
 
     site = Site(cells)
     out = []
@@ -254,7 +254,7 @@ class FactsError(Exception):
 # saved report). The limits refuse what could only be an attack, before anything is built from it.
 MAX_FACTS_BYTES = 1024 * 1024
 MAX_FACTS_DEPTH = 8
-MAX_INT_DIGITS = 20  # 2**64 has 20 digits; every facts number is far below (kb.facts)
+MAX_INT_DIGITS = 20  # 2**64 has 20 digits; every facts number is far below (kb.doctor.facts)
 MAX_ERRORS = 20  # validation errors listed; the rest are counted
 
 
@@ -417,7 +417,7 @@ def _gpu_line(index: int, gpu) -> str:
 
 
 def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -> str:
-    """The human report. Facts strings hold no control characters (kb.facts refuses them in a
+    """The human report. Facts strings hold no control characters (kb.doctor.facts refuses them in a
     file and escapes them when probing); they go through `visible` all the same, as does all
     text from the records, since a terminal acts on whatever reaches it."""
     out = ["Facts (unknown where a probe could not tell):"]
@@ -479,7 +479,7 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
          timeout: float = facts_mod.DEFAULT_TIMEOUT, site_url: str | None = None,
          stdout: TextIO | None = None, stderr: TextIO | None = None, stdin: TextIO | None = None) -> int:
     """`kb doctor`: 0 always, 2 when the entries or the facts file cannot be used."""
-    from kb import lint
+    from kb.records import lint
 
     stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     if facts_schema:
@@ -510,7 +510,7 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
     if as_json:
         out = {"facts": facts.model_dump(mode="json"), "key": key, "cells": [r.as_json() for r in results]}
         # ensure_ascii=False is safe here: json.dumps escapes C0 controls, and the characters it
-        # leaves raw (DEL, C1, bidi controls, U+2028/2029) cannot be in facts (kb.facts refuses
+        # leaves raw (DEL, C1, bidi controls, U+2028/2029) cannot be in facts (kb.doctor.facts refuses
         # them) nor in record text (KB031).
         stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:

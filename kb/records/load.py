@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from kb.problems import MISSING, Problem
+from kb.records.problems import MISSING, Problem
 
 MAX_FILE_BYTES = 256 * 1024
 MAX_DEPTH = 12

@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from kb.visible import escape, first_risky, visible
+from kb.records.visible import escape, first_risky, visible
 
 DEFAULT_TIMEOUT = 20.0
 
@@ -50,7 +50,7 @@ BASE_PACKAGES = ("torch", "triton", "vllm", "sglang", "flashinfer", "cudnn")
 # Facts that records may name as a package but that are not distributions.
 NOT_DISTRIBUTIONS = {"nvidia-driver", "cuda"}
 
-# Environment variables always reported; the records add the ones they mention (kb.doctor).
+# Environment variables always reported; the records add the ones they mention (kb.doctor.diagnose).
 BASE_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "TRITON_PTXAS_PATH",
             "FLASHINFER_CUDA_ARCH_LIST")
 ENV_PREFIXES = ("VLLM_",)  # every variable set with these prefixes is reported
@@ -61,7 +61,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")  # EnvName below
 
 def _plain(text: str) -> str:
     """Facts strings are printed by `kb doctor`: no control, format (bidi), separator or
-    non-character code points (`kb.visible.risky`), whoever wrote the file."""
+    non-character code points (`kb.records.visible.risky`), whoever wrote the file."""
     index = first_risky(text)
     if index != -1:
         raise ValueError(f"must not contain control or format characters (found {escape(text[index])} "
@@ -440,7 +440,7 @@ def environment(names: set[str]) -> dict[str, str | None]:
 
 def _text(value, limit: int = SHORT) -> str | None:
     """A string a probe or the environment gave, made fit to be a fact: risky characters
-    escaped (`kb.visible`), cut to `limit` characters. Facts files get no such help: a
+    escaped (`kb.records.visible`), cut to `limit` characters. Facts files get no such help: a
     string there that needs it is refused."""
     if value is None:
         return None

@@ -18,14 +18,15 @@ import ahocorasick_rs
 from packaging.version import Version
 from pydantic import ValidationError
 
-from kb import ENTRIES, patterns  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
+from kb import ENTRIES  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
 from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint
-from kb.load import Loaded, dotted, load, not_regular, parse, read
-from kb.normalise import normalise
-from kb.problems import MISSING, Problem
-from kb.rules import code_of_pydantic
+from kb.records import patterns
+from kb.records.load import Loaded, dotted, load, not_regular, parse, read
+from kb.records.normalise import normalise
+from kb.records.problems import MISSING, Problem
+from kb.records.rules import code_of_pydantic
+from kb.records.slug import slug
 from kb.schema import ID_PATTERN, Cell, Entry
-from kb.slug import slug
 
 
 
@@ -259,7 +260,7 @@ def _signature_forms(signature, cache) -> tuple[patterns.Compiled, str]:
 def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cell, int]]:
     """(a, i, b, j) for each two cells, neither listing the other in `related`, where a log line
     fits both: a's signature i and b's signature j (one's literal text matches the other's
-    pattern, as `kb match` would match it: `kb.patterns` over `kb.normalise`d text, a named
+    pattern, as `kb match` would match it: `kb.records.patterns` over `kb.records.normalise`d text, a named
     symptom as whole words only). The first such signatures of the pair are named. `cache`:
     the check's, which keeps each signature's pattern and normalised text."""
     # Each pattern is filed under one of its words, which every line it matches contains: the

@@ -1,6 +1,6 @@
 """Rebuilding a built site in place: only the files whose content changed are written.
 
-A full build (the engine with its theme, `kb.build`) leaves a state beside its target folder
+A full build (the engine with its theme, `kb.site.build`) leaves a state beside its target folder
 (`.<name>.kb-state.json`, like its lock file; never inside the published site):
 
 - `inputs`: a fingerprint of everything the site depends on except the entries: the code of
@@ -8,12 +8,12 @@ A full build (the engine with its theme, `kb.build`) leaves a state beside its t
   of the installed packages, the build's options;
 - `theme`: a fingerprint of what the theme rendered page by page but for the generated part of
   each (titles and descriptions of the navigation's pages, the sitemap's list, the build date);
-- `shells`: the theme's shells (`kb.shell`), one per folder of filled pages, and `splices`: the
+- `shells`: the theme's shells (`kb.site.shell`), one per folder of filled pages, and `splices`: the
   theme's output of each page it renders one by one, cut around the generated part of the page
   (its body, or what a hand-written page shows at a kb marker);
 - `made`: for each file kb writes itself the identity of its content; `stats`: size and
   modification time of every file of the site (the search index aside), as the build left them;
-  `indexed`: the URLs of the pages in the search index (`kb.index`).
+  `indexed`: the URLs of the pages in the search index (`kb.site.index`).
 
 The next build of the same folder with the same `inputs` generates the pages (the render cache
 renders only pages that show a changed cell) and, when the theme's own pages and the site on
@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.cache import ROOT, fingerprint, installed_versions
-from kb.page import Page
-from kb.shell import Layout, Shell, kind_of
-from kb.urls import page_url
+from kb.site.page import Page
+from kb.site.shell import Layout, Shell, kind_of
+from kb.site.urls import page_url
 
 SEARCH_FOLDER = "pagefind"
 SITEMAP_GZ = "sitemap.xml.gz"

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb.visible import visible
+from kb.records.visible import visible
 
 class _Missing:
     """No value was found (a Problem's `got`); one object, also after a pickle round trip (the
@@ -25,7 +25,7 @@ LOC_LIMIT = 200  # a key name can be as long as the file allows
 
 def show(value, limit: int = 60) -> str:
     """repr() of a bad value, cut short so a 1 MB string cannot flood the terminal. repr() already
-    escapes every character `kb.visible` calls risky; `visible` is for a value whose repr() does not."""
+    escapes every character `kb.records.visible` calls risky; `visible` is for a value whose repr() does not."""
     text = repr(value)
     return visible(text if len(text) <= limit else text[: limit - 3] + "...")
 
@@ -41,7 +41,7 @@ class Problem:
 
     def format(self) -> str:
         """One line, whatever the file's name and keys hold: file names, key names and messages
-        (which can quote either) go through `kb.visible`, so an entry cannot print a fake line."""
+        (which can quote either) go through `kb.records.visible`, so an entry cannot print a fake line."""
         try:
             shown = os.path.relpath(self.path)
         except ValueError:

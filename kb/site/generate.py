@@ -12,11 +12,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb import evidence, export, lint, match, request, search, urls
 from kb.cache import code_fingerprint, for_folders, fingerprint
-from kb.catalog import Site
-from kb.page import Page
-from kb.pages import Renderer
+from kb.records import lint
+from kb.records.catalog import Site
+from kb.site import export, search, urls
+from kb.site.page import Page
+from kb.site.pages import Renderer
+from kb.triage import evidence, match, request
 
 
 class GenerateError(RuntimeError):
@@ -34,14 +36,17 @@ class Generated:
 
 def _facts_schema() -> dict | None:
     try:
-        from kb import facts  # kb doctor's facts format, when present
+        from kb.doctor import facts  # kb doctor's facts format, when present
     except ImportError:
         return None
     return facts.json_schema() if hasattr(facts, "json_schema") else None
 
 
 # What the search literals depend on besides the records.
-DATA_MODULES = ["generate", "search", "normalise", "facets", "catalog", "slug", "schema"]
+DATA_MODULES = [
+    "kb.site.generate", "kb.site.search", "kb.records.normalise", "kb.records.facets", "kb.records.catalog",
+    "kb.records.slug", "kb.schema"
+]
 
 
 def _cached(cache, key_parts: list[str], make):

@@ -1,6 +1,6 @@
 """The rules page (`rules/`): every linter rule with its statement and its two examples.
 
-Generated from `kb.rules.RULES`, so the page, `kb check --explain CODE` and the linter never
+Generated from `kb.records.rules.RULES`, so the page, `kb check --explain CODE` and the linter never
 disagree. `rules_page(renderer)` returns the page for `Renderer.all_pages()` to include.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kb.catalog import RULES_URL as URL
-from kb.page import Page
-from kb.rules import RULES, Rule
+from kb.records.catalog import RULES_URL as URL
+from kb.records.rules import RULES, Rule
+from kb.site.page import Page
 
 
 # Rules that look at more than one file; the rest look at one file (its bytes, YAML or fields).

@@ -26,8 +26,9 @@ from typing import Callable
 
 from pydantic import TypeAdapter, ValidationError
 
-from kb import facets, lint, schema
-from kb.problems import show
+from kb import schema
+from kb.records import facets, lint
+from kb.records.problems import show
 
 MAX_ID_CHARS = 60
 MAX_SUFFIX = 99
