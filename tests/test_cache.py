@@ -178,3 +178,24 @@ def test_render_cache_gives_the_same_pages_and_renders_only_what_an_edit_shows(e
     listed = {u for u, p in after.items() if p.kind == "index" and u.startswith("by/") and u.count("/") > 2
               and "A new title for this cell" in p.body}
     assert shows | listed <= changed and listed
+
+
+def test_pages_rendered_on_every_core_equal_those_rendered_in_one_process(entries, tmp_path, monkeypatch):
+    """Past PARALLEL_FROM missing pages, cell and literal pages are rendered by worker processes:
+    the same pages, byte for byte, and a warm run renders none of them again."""
+    from kb.site import pages as pages_mod
+
+    repo = "https://github.com/example/kb"  # as _render gives it
+
+    plain, _ = _render(entries)
+    monkeypatch.setattr(pages_mod, "PARALLEL_FROM", 2)
+    site = pages_mod.Site(lint.check([entries]).cells)
+    ahead = pages_mod.Renderer(site, repo)
+    assert ahead.render_ahead() >= len(site.cells)
+    assert {p.url: p for p in ahead.all_pages()} == plain
+    cached = pages_mod.Renderer(site, repo, cache_mod.Cache("render", tmp_path / "cache"))
+    assert {p.url: p for p in cached.all_pages()} == plain
+    cached.cache.save()
+    warm = pages_mod.Renderer(site, repo, cache_mod.Cache("render", tmp_path / "cache"))
+    assert warm.render_ahead() == 0
+    assert {p.url: p for p in warm.all_pages()} == plain and warm.keys == cached.keys

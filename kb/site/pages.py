@@ -10,7 +10,10 @@ between pages are relative, so the site works from any sub-path.
 
 from __future__ import annotations
 
+import gc
+import os
 import re
+import threading
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -26,6 +29,7 @@ from kb.site.rulespage import rules_page
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "pages"
 POINTER_REMEDIES = 3  # a pointer page repeats at most this many fix or workaround lines,
 POINTER_REMEDY_CHARS = 160  # each at most this long; the cell page has them all
+PARALLEL_FROM = 400  # cell and literal pages to render at least, for the work to be shared between processes
 
 # The end of a sentence: ., ! or ? then a space and a capital, not after "e.g", "i.e", "vs" or "etc".
 _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z])")
@@ -58,6 +62,7 @@ class Renderer:
         self.site = site
         self.cache = cache
         self.keys: dict[str, str] = {}  # URL -> cache key of each page rendered through the cache
+        self._ahead: dict[str, Page | None] = {}  # key -> page rendered by another process (render_ahead)
         self._code = (fingerprint(code_fingerprint(RENDER_MODULES, RENDER_PACKAGES), _templates_fingerprint(),
                                   repo_url or "") if cache is not None else "")
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
@@ -76,17 +81,29 @@ class Renderer:
         return self.env.get_template(template).render(here=here, **context)
 
     def _cached(self, key_parts: list[str], make) -> Page | None:
-        if self.cache is None:
+        if self.cache is None and not self._ahead:
             return make()
         key = fingerprint(self._code, *key_parts)
-        page = self.cache.fetch(key, make)
-        if page is not None:
+        if key in self._ahead:  # rendered by another process (render_ahead)
+            page = self._ahead.pop(key)
+            if self.cache is not None:
+                self.cache.put(key, page)
+        elif self.cache is not None:
+            page = self.cache.fetch(key, make)
+        else:
+            page = make()
+        if page is not None and self.cache is not None:
             self.keys[page.url] = key
         return page
 
+    def _cell_key(self, cell: Cell) -> list[str]:
+        return ["cell", self.site.shown(cell), *[self.site.shown(self.site.by_id[r.id]) for r in cell.entry.related]]
+
+    def _string_key(self, text: str) -> list[str]:
+        return ["string", text, *[self.site.shown(c) for c in self.site.owners[text]]]
+
     def cell(self, cell: Cell) -> Page:
-        related = [self.site.shown(self.site.by_id[r.id]) for r in cell.entry.related]
-        return self._cached(["cell", self.site.shown(cell), *related], lambda: self._cell(cell))
+        return self._cached(self._cell_key(cell), lambda: self._cell(cell))
 
     def _cell(self, cell: Cell) -> Page:
         here = self.site.url(cell)
@@ -95,8 +112,7 @@ class Renderer:
 
     def string_page(self, text: str) -> Page | None:
         """Page of a literal string that is not some cell's first signature (else None)."""
-        return self._cached(["string", text, *[self.site.shown(c) for c in self.site.owners[text]]],
-                            lambda: self._string_page(text))
+        return self._cached(self._string_key(text), lambda: self._string_page(text))
 
     def _string_page(self, text: str) -> Page | None:
         owners = self.site.owners[text]
@@ -147,7 +163,46 @@ class Renderer:
     def newest(self, here: str = "") -> str:
         return self._render("newest.html", here, cells=self.site.newest())
 
+    def render_ahead(self) -> int:
+        """Render the cell and literal pages that are not in the cache on every core, when there
+        are at least PARALLEL_FROM of them (each is independent of the others); `cell()` and
+        `string_page()` then hand them out. Returns how many pages were rendered.
+
+        The workers are forked from this process, so they start with its catalog and compiled
+        templates and only the pages travel (the catalog pickled to each worker cost more than
+        half the rendering at 10,000 cells). Forking a process that runs threads is unsafe, so
+        with other threads running (`kb serve`) the pages are rendered here, one by one."""
+        jobs: list[tuple[str, str]] = []
+        keys: list[str] = []
+        wanted = [("cell", cell.id, self._cell_key(cell)) for cell in self.site.cells]
+        wanted += [("string", text, self._string_key(text)) for text, owners in sorted(self.site.owners.items())
+                   if len(owners) > 1 or owners[0].entry.signatures[0].text != text]
+        for kind, arg, parts in wanted:
+            key = fingerprint(self._code, *parts)
+            if self.cache is None or self.cache.get(key) is None:
+                jobs.append((kind, arg))
+                keys.append(key)
+        workers = min(os.cpu_count() or 1, 8)
+        if len(jobs) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
+            return 0
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = max(1, len(jobs) // (workers * 8))
+        chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        _FORKED.append(self)
+        gc.freeze()  # the catalog out of the collector's reach: the workers' collections copy no page of it
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                made = [page for pages in pool.map(_render_part, chunks) for page in pages]
+        finally:
+            gc.unfreeze()
+            _FORKED.clear()
+        self._ahead.update(zip(keys, made))
+        return len(made)
+
     def all_pages(self) -> list[Page]:
+        self.render_ahead()
         pages = [self.cell(cell) for cell in self.site.cells]
         pages += [p for text in sorted(self.site.owners) if (p := self.string_page(text)) is not None]
         pages += self.indexes()
@@ -155,3 +210,12 @@ class Renderer:
         pages += matrix.pages(self) + freshness.pages(self)
         pages.append(rules_page(self))
         return pages
+
+
+_FORKED: list[Renderer] = []  # the renderer whose pages `render_ahead`'s forked workers render, while they run
+
+
+def _render_part(jobs: list[tuple[str, str]]) -> list[Page | None]:
+    renderer = _FORKED[0]
+    return [renderer._cell(renderer.site.by_id[arg]) if kind == "cell" else renderer._string_page(arg)
+            for kind, arg in jobs]
