@@ -88,6 +88,29 @@ def _tracked(folder: Path, root: Path) -> bool:
     return done.returncode != 0 or bool(done.stdout)
 
 
+def entries_state(entries: Path) -> str | None:
+    """A fingerprint of the entry files in `entries` as the file system describes them (name,
+    size, modification and change times, inode), which keys the caches of what is drawn from all
+    the entries at once (`kb match`'s rules): a warm start then reads no entry file. Every write
+    to a file sets its change time, which no program can set back, so a changed file is a new key
+    even when its size and modification time are put back. None when the folder cannot be listed
+    or holds anything but regular `*.yaml` files (and dot files): the caller checks the entries,
+    which says what is wrong."""
+    try:
+        found = sorted(os.scandir(entries), key=lambda item: item.name)
+    except OSError:
+        return None
+    parts: list[str] = []
+    for item in found:
+        if item.name.startswith("."):
+            continue
+        if not item.name.endswith(".yaml") or not item.is_file(follow_symlinks=False):
+            return None
+        st = item.stat(follow_symlinks=False)
+        parts.append(f"{item.name}/{st.st_size}/{st.st_mtime_ns}/{st.st_ctime_ns}/{st.st_ino}/{st.st_dev}")
+    return fingerprint(*parts)
+
+
 def for_folders(namespace: str, paths: list[Path]) -> "Cache | None":
     """The cache of `namespace` for these entries paths, or None when one lies outside ROOT."""
     resolved = sorted(os.path.abspath(p) for p in paths)  # not resolve(): a path may be a link loop

@@ -199,3 +199,28 @@ def test_pages_rendered_on_every_core_equal_those_rendered_in_one_process(entrie
     warm = pages_mod.Renderer(site, repo, cache_mod.Cache("render", tmp_path / "cache"))
     assert warm.render_ahead() == 0
     assert {p.url: p for p in warm.all_pages()} == plain and warm.keys == cached.keys
+
+
+def test_the_entries_state_changes_with_any_write_even_when_size_and_mtime_are_put_back(tmp_path):
+    """kb match keys its cached rules by the entry files' state, not their bytes: a rewrite that
+    keeps the size and sets the modification time back is still a new key (the change time)."""
+    import os
+    import time
+
+    folder = tmp_path / "entries"
+    shutil.copytree(FIXTURES / "site", folder)
+    first = cache_mod.entries_state(folder)
+    assert first is not None and first == cache_mod.entries_state(folder)
+    path = sorted(folder.glob("*.yaml"))[0]
+    before = path.stat()
+    time.sleep(0.01)
+    path.write_bytes(path.read_bytes().replace(b"a", b"b", 1))  # other bytes, the same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert cache_mod.entries_state(folder) != first
+    (folder / "notes.txt").write_text("not an entry", encoding="utf-8")
+    assert cache_mod.entries_state(folder) is None  # the check then says what is wrong
+    (folder / "notes.txt").unlink()
+    (folder / "linked.yaml").symlink_to(path)
+    assert cache_mod.entries_state(folder) is None
+    assert cache_mod.entries_state(tmp_path / "missing") is None

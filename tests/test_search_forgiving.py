@@ -338,3 +338,17 @@ def test_filter_menus_fill_when_used_and_a_plain_search_fetches_no_filter_file(l
             arg=cell.entry.signatures[0].text)
         assert not any(unquote(h).endswith("/" + site.url(cell)) for h in
                        [a.get_attribute("href") for a in page.query_selector_all(".kb-search__link")])
+
+
+def test_an_exact_literal_is_answered_without_loading_pagefind(live_site, page, site):
+    """An error string as printed is answered by the literal strings alone: none of Pagefind's
+    files is fetched. Words that are no literal string load Pagefind, which searches page text."""
+    cell = site.by_id["cutlass-fp4-gemm-per-call-workspace"]
+    with serve(live_site) as base:
+        fetched = []
+        page.on("request", lambda request: fetched.append(request.url))
+        page.goto(base)
+        assert search(page, cell.entry.signatures[0].text)[:1] == [url(site, cell.id)]
+        assert not [u for u in fetched if "/pagefind/" in u]
+        assert url(site, cell.id) in search(page, "private workspace dozens decode")
+        assert [u for u in fetched if u.endswith("/pagefind/pagefind.js")]

@@ -165,22 +165,17 @@ def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
     from mkdocs.commands.build import build as engine_build
     from mkdocs.exceptions import MkDocsException
 
-    staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.building-", dir=site_dir.parent))
-    staging.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read it
     built: dict = {}
     try:
-        config["site_dir"] = str(staging)
-        config["extra"].update(kb_layout=layout, kb_built=built)
-        with _mkdocs_log():
-            engine_build(config)
-        (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+        with _staging(site_dir, "building") as staging:
+            config["site_dir"] = str(staging)
+            config["extra"].update(kb_layout=layout, kb_built=built)
+            with _mkdocs_log():
+                engine_build(config)
+            (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     except (MkDocsException, SystemExit) as exc:
-        shutil.rmtree(staging, ignore_errors=True)
         print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
         return None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     # The pages first, the search index right after: an edited page is on disk before
     # Pagefind has read the whole site again.
     _swap_in(staging, site_dir, keep=SEARCH_FOLDER)
@@ -192,17 +187,12 @@ def _index(site_dir: Path, urls: list[str], since: tuple[list[str], list[str]] |
     succeeded: what was indexed, or None when it failed (said; the old index is kept). `since`, after
     a rebuild in place: the URLs the index held and the site paths the rebuild wrote or deleted
     (only the index shards holding one of those pages are indexed again)."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.index-", dir=site_dir.parent))
-    staging.chmod(0o755)
     try:
-        summary = index.build_index(site_dir, staging, urls, site_dir / SEARCH_FOLDER, since)
+        with _staging(site_dir, "index") as staging:
+            summary = index.build_index(site_dir, staging, urls, site_dir / SEARCH_FOLDER, since)
     except index.SearchIndexError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
         print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
         return None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     _swap_in(staging, site_dir / SEARCH_FOLDER)
     return summary
 
@@ -229,6 +219,19 @@ def _config(config_file: Path, entries: Path, site_url: str | None, lock: Path |
     if repo_url is not None:
         extra["kb_repo_url"] = repo_url
     return config
+
+
+@contextlib.contextmanager
+def _staging(site_dir: Path, kind: str):
+    """A new folder beside the site (`.<name>.<kind>-*`: one a killed build leaves is removed by
+    the next), removed again when the block fails."""
+    folder = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.{kind}-", dir=site_dir.parent))
+    folder.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read it
+    try:
+        yield folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 @contextlib.contextmanager

@@ -73,10 +73,10 @@ class Indexed:
 
 def build_index(site_dir: Path, output: Path, urls: list[str], previous: Path | None = None,
                 since: tuple[list[str], list[str]] | None = None) -> Indexed:
-    """Index the pages `urls` of `site_dir` into the empty folder `output`. `previous`: the index of this site as it was, and `since`: the URLs
-    it held and the site paths written or deleted since; a shard holding none of those pages is
-    taken over from `previous` (hard links) instead of indexed again, when the shards are the
-    same."""
+    """Index the pages `urls` of `site_dir` into the empty folder `output`. `previous`: the index
+    of this site as it was, and `since`: the URLs it held and the site paths written or deleted
+    since; a shard holding none of those pages is taken over from `previous` (hard links) instead
+    of indexed again, when the shards are the same."""
     shards = shards_of(urls)
     listed = [folder_of(n) for n, members in enumerate(shards) if members]
     output.mkdir(parents=True, exist_ok=True)

@@ -79,25 +79,18 @@ EVIDENCE_MODULES = [
 
 def load_rules(entries: Path) -> list[Rule]:
     """The evidence rules of an entries folder that `kb.triage.match.load_rules` found clean. Cached as
-    kb.triage.match caches its rules (keyed by the code and every entry's bytes), so a warm `kb match`
-    still reads no YAML through the check."""
-    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint, for_folders
-    from kb.records.load import read
+    kb.triage.match caches its rules (keyed by the code and the entry files' state), so a warm
+    `kb match` still reads no entry file."""
+    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, entries_state, fingerprint, for_folders
 
     cache = for_folders("evidence", [entries])
+    state = entries_state(entries) if cache is not None else None
     key = None
-    if cache is not None:
-        try:
-            names = sorted(p for p in entries.iterdir() if not p.name.startswith("."))
-        except OSError:
-            names = []
-        raws = [read(p) for p in names]
-        if names and all(isinstance(raw, bytes) for raw in raws):
-            key = fingerprint(code_fingerprint(CHECK_MODULES + EVIDENCE_MODULES, CHECK_PACKAGES),
-                              *[part for p, raw in zip(names, raws) for part in (p.name, raw)])
-            hit = cache.get(key)
-            if hit is not None:
-                return hit
+    if cache is not None and state is not None:
+        key = fingerprint(code_fingerprint(CHECK_MODULES + EVIDENCE_MODULES, CHECK_PACKAGES), state)
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
     from kb.records import lint
 
     rule_list = rules(lint.cached_check([entries]).cells)

@@ -96,34 +96,22 @@ MATCH_MODULES = [
 
 def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
     """The rules of an entries folder, or the problems that stop them. From the cache (kb.cache)
-    when every entry's bytes are those a clean check once compiled rules from, so a warm start
-    reads the entry files and one cache file, and imports neither pydantic nor the check."""
+    when the entry files are as they were (`entries_state`) when a clean check once compiled rules
+    from them, so a warm start reads one cache file and no entry file, and imports neither
+    pydantic nor the check."""
     import datetime as dt
 
-    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint, for_folders
-    from kb.records.load import read
+    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, entries_state, fingerprint, for_folders
 
     cache = for_folders("match", [entries])
+    state = entries_state(entries) if cache is not None else None
     key = None
-    try:
-        names = sorted(entries.iterdir()) if cache is not None else None
-    except OSError:
-        names = None
-    if names is not None and all(p.suffix == ".yaml" or p.name.startswith(".") for p in names):
-        parts: list[str | bytes] = [code_fingerprint(CHECK_MODULES + MATCH_MODULES, CHECK_PACKAGES),
-                                    dt.date.today().isoformat()]
-        for path in names:
-            if path.name.startswith("."):
-                continue
-            raw = read(path)
-            if not isinstance(raw, bytes):
-                break
-            parts += [path.name, raw]
-        else:
-            key = fingerprint(*parts)
-            hit = cache.get(key)
-            if hit is not None:
-                return hit, []
+    if cache is not None and state is not None:
+        key = fingerprint(code_fingerprint(CHECK_MODULES + MATCH_MODULES, CHECK_PACKAGES), dt.date.today().isoformat(),
+                          state)
+        hit = cache.get(key)
+        if hit is not None:
+            return hit, []
     from kb.records import lint
 
     result = lint.cached_check([entries])

@@ -99,6 +99,7 @@
   }
 
   var KEYS = 4;
+  var PAGEFIND_WORDS = 4; // words of a query Pagefind searches for (each costs a chunk per index shard)
 
   function shardOf(word, shards) {
     var h = 0x811c9dc5;
@@ -297,7 +298,9 @@
       score += 0.3 * shared(query, lit.numbers);
       if (query.normal === lit.normal) score += 1;
       var held = best.get(lit.page);
-      if (!held || score > held.score) best.set(lit.page, { page: page, literal: lit.text, score: score });
+      if (!held || score > held.score) {
+        best.set(lit.page, { page: page, literal: lit.text, score: score, exact: query.normal === lit.normal });
+      }
     });
     return Array.from(best.values()).filter(function (hit) { return hit.score >= WEAK; })
       .sort(function (a, b) { return b.score - a.score || a.page.href.localeCompare(b.page.href); });
@@ -487,15 +490,24 @@
       if (window.console) console.warn("kb search: literal strings unavailable: " + error);
       return { index: null, hits: [] };
     }) : Promise.resolve({ index: null, hits: [] });
-    var pages = Promise.all([load(), local]).then(function (both) {
-      var pf = both[0], index = both[1].index;
-      // Pagefind is given the words of the normalised line: punctuation (`=`, `::`, `>=`) splits
-      // its tokens unpredictably, and the words the rules write in (`n`, `pkgs`, `#`) are in no page.
-      var text = index ? kbNormalise.normalise(index.rules, index.passes, shown) : query;
-      var words = text.replace(/[^\p{L}\p{N}_.\s]+/gu, " ").split(/\s+/)
-        .filter(function (w) { return w && !/^(?:n|pkgs|#)$/.test(w); }).join(" ");
-      return pf.search(words || null, { filters: chosen });
+    // A query that is one of the literal strings (the same once normalised) is answered by them
+    // alone: Pagefind is not loaded for it (its scripts, its index's metadata and a chunk per word
+    // and index shard are most of what a cold search fetches). Else Pagefind searches the page
+    // text for the longest words of the normalised line.
+    var pages = local.then(function (found) {
+      if (found.hits.some(function (h) { return h.exact; })) return null;
+      return load().then(function (pf) {
+        // Pagefind is given words of the normalised line: punctuation (`=`, `::`, `>=`) splits
+        // its tokens unpredictably, and the words the rules write in (`n`, `pkgs`, `#`) are in no page.
+        var text = found.index ? kbNormalise.normalise(found.index.rules, found.index.passes, shown) : query;
+        var all = text.replace(/[^\p{L}\p{N}_.\s]+/gu, " ").split(/\s+/)
+          .filter(function (w) { return w && !/^(?:n|pkgs|#)$/.test(w); });
+        var kept = new Set(longest(all).slice(0, PAGEFIND_WORDS));
+        var words = all.filter(function (w) { return kept.delete(w); }).join(" ");
+        return pf.search(words || null, { filters: chosen });
+      });
     }).then(function (search) {
+      if (!search) return { total: 0, datas: [] };
       var top = search.results.slice(0, CANDIDATES);
       return Promise.all(top.map(function (r) { return r.data(); })).then(function (datas) {
         return { total: search.results.length, datas: datas };
