@@ -229,11 +229,11 @@ def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeyp
     seen = []
     real = index.build_index
 
-    def watching(site_dir, output, urls, previous=None, since=None):
+    def watching(site_dir, output, urls, previous=None, since=None, cancelled=None):
         page = next(p for p in site_dir.glob("e/*/index.html") if "Renamed " in p.read_text(encoding="utf-8"))
         seen.append(page)
         assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == old_index
-        return real(site_dir, output, urls, previous, since)
+        return real(site_dir, output, urls, previous, since, cancelled)
 
     monkeypatch.setattr(index, "build_index", watching)
     assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 0

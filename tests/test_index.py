@@ -162,3 +162,33 @@ def test_a_site_without_searched_pages_has_an_index_without_shards(tmp_path, pag
         page.goto(base + "about/")
         assert search(page, "RuntimeError: nothing at all") == []
         assert "unavailable" not in page.locator(".kb-search__status").inner_text()
+
+
+def test_an_index_stopped_by_the_next_edit_is_made_by_the_next_build(tmp_path, capsys):
+    """kb serve stops the index of a rebuild when another edit is saved meanwhile: the pages are
+    in place, the index is left as it was, and the next rebuild indexes the pages of both edits."""
+    from kb.site import build
+
+    entries = tmp_path / "entries"
+    shutil.copytree(ROOT / "kb" / "entries", entries)
+    site, full = tmp_path / "site", tmp_path / "full"
+    _build(entries, site)
+    held = _fragments(site)
+    path = entries / f"{CELL}.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("summary: >-\n  FlashInfer's mm_fp4",
+                                                             "summary: >-\n  First: FlashInfer's mm_fp4", 1),
+                    encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(index, "SHARD_PAGES", SMALL)
+        assert build.build(site, entries, superseded=lambda: True) == 0
+    assert "the search index is left to the next build" in capsys.readouterr().out
+    cell_url = "/" + checked_site(entries).url(next(c for c in checked_site(entries).cells if c.id == CELL))
+    assert "First: FlashInfer" in (site / cell_url.lstrip("/") / "index.html").read_text(encoding="utf-8")
+    assert _fragments(site) == held  # the old index, whole
+    other = next(p for p in sorted(entries.glob("*.yaml")) if p.name != path.name)
+    other.write_text(other.read_text(encoding="utf-8").replace("title: ", "title: Second edit of ", 1), encoding="utf-8")
+    _build(entries, site)
+    assert "in place" in capsys.readouterr().out
+    _build(entries, full, "--full")
+    assert _fragments(site) == _fragments(full)
+    assert "First: FlashInfer" in _fragments(site)[cell_url]["content"]

@@ -75,12 +75,14 @@ def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
 
 def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml", site_url: str | None = None,
           lock: Path | None = None, redirects: Path | None = None, repo_url: str | None = None,
-          shells: bool = True, in_place: bool = True, on_pages=None) -> int:
+          shells: bool = True, in_place: bool = True, on_pages=None, superseded=None) -> int:
     """Check `entries` and build the site into `site_dir`. The URL lock and redirects of the
     config guard its own entries folder; another folder is built without them unless given.
     `in_place`: when an earlier build of `site_dir` left its state (`kb.site.incremental`), write only
     the files whose content changed instead of running the engine. `on_pages()` is called once
-    the pages are in place, before the search index is rebuilt (`kb serve` reloads the browser)."""
+    the pages are in place, before the search index is rebuilt (`kb serve` reloads the browser).
+    `superseded()`, asked while the index of a rebuild in place runs: True stops it, and the next
+    build indexes the pages of both (`kb serve`, when another edit was saved meanwhile)."""
     from mkdocs.exceptions import MkDocsException
 
     reason = refusal(site_dir, entries, config_file)
@@ -128,7 +130,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             print(f"pages: {len(changed)} file(s) rewritten in place after {time.perf_counter() - started:.2f}s")
             if on_pages is not None:
                 on_pages()
-            if not any(path.endswith(".html") for path in changed):
+            if not any(path.endswith(".html") for path in changed) and not state.unindexed:
                 if changed:  # else the state is as it was: nothing to write
                     incremental.save(site_dir, state, changed)
                 print(f"{done}, no page changed, the search index kept, in {time.perf_counter() - started:.2f}s")
@@ -146,12 +148,21 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             if on_pages is not None:
                 on_pages()
         urls = index.indexed_urls(layout.generated.pages)
-        summary = _index(site_dir, urls, (state.indexed, changed) if changed is not None else None)
+        rebuilt = changed is not None
+        try:
+            summary = _index(site_dir, urls, (state.indexed, changed + state.unindexed) if rebuilt else None,
+                             superseded if rebuilt else None)
+        except index.Cancelled:
+            state.unindexed = sorted(set(state.unindexed) | set(changed))
+            incremental.save(site_dir, state, changed)
+            print(f"{done}; the search index is left to the next build (another edit came in), "
+                  f"in {time.perf_counter() - started:.2f}s")
+            return 0
         if summary is None:
             return 1  # no state is kept: the next build is a full one, which indexes the site again
         # Kept only now: a build killed before this point leaves the site unlike the state (or
         # no state), so the next one builds and indexes it whole.
-        state.indexed = urls
+        state.indexed, state.unindexed = urls, []
         incremental.save(site_dir, state, changed)
     print(f"{done} and searched {summary.pages} of them ({summary.shards} index shard(s), {summary.again} indexed "
           f"again) in {time.perf_counter() - started:.2f}s")
@@ -182,14 +193,16 @@ def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
     return built
 
 
-def _index(site_dir: Path, urls: list[str], since: tuple[list[str], list[str]] | None) -> index.Indexed | None:
+def _index(site_dir: Path, urls: list[str], since: tuple[list[str], list[str]] | None,
+           cancelled=None) -> index.Indexed | None:
     """The search index of the pages `urls`, into a folder beside the site, swapped in when it
     succeeded: what was indexed, or None when it failed (said; the old index is kept). `since`, after
     a rebuild in place: the URLs the index held and the site paths the rebuild wrote or deleted
-    (only the index shards holding one of those pages are indexed again)."""
+    (only the index shards holding one of those pages are indexed again). Raises index.Cancelled
+    when `cancelled()` stops it (nothing of it is left)."""
     try:
         with _staging(site_dir, "index") as staging:
-            summary = index.build_index(site_dir, staging, urls, site_dir / SEARCH_FOLDER, since)
+            summary = index.build_index(site_dir, staging, urls, site_dir / SEARCH_FOLDER, since, cancelled)
     except index.SearchIndexError as exc:
         print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
         return None

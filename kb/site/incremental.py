@@ -13,7 +13,8 @@ A full build (the engine with its theme, `kb.site.build`) leaves a state beside 
   (its body, or what a hand-written page shows at a kb marker);
 - `made`: for each file kb writes itself the identity of its content; `stats`: size and
   modification time of every file of the site (the search index aside), as the build left them;
-  `indexed`: the URLs of the pages in the search index (`kb.site.index`).
+  `indexed`: the URLs of the pages in the search index (`kb.site.index`), and `unindexed`: the
+  site paths written since it was made (a rebuild whose index was cancelled: `kb serve`).
 
 The next build of the same folder with the same `inputs` generates the pages (the render cache
 renders only pages that show a changed cell) and, when the theme's own pages and the site on
@@ -43,7 +44,7 @@ from kb.site.urls import page_url
 
 SEARCH_FOLDER = "pagefind"
 SITEMAP_GZ = "sitemap.xml.gz"
-VERSION = 2
+VERSION = 3
 
 
 @dataclass
@@ -55,6 +56,7 @@ class State:
     made: dict[str, str]  # site path -> identity of the content kb wrote there
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # site path -> (size, mtime_ns)
     indexed: list[str] = field(default_factory=list)  # URLs of the pages in the search index
+    unindexed: list[str] = field(default_factory=list)  # site paths written since the index was made
 
 
 def state_path(site_dir: Path) -> Path:
@@ -148,7 +150,7 @@ def load(site_dir: Path) -> State | None:
             {str(k): (str(v[0]), str(v[1])) if v is not None else None for k, v in data["splices"].items()},
             {str(k): str(v) for k, v in data["made"].items()},
             {str(k): (int(v[0]), int(v[1])) for k, v in data["stats"].items()},
-            [str(url) for url in data["indexed"]])
+            [str(url) for url in data["indexed"]], [str(path) for path in data["unindexed"]])
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None  # a torn or foreign file: the next build is a full one
 
@@ -170,7 +172,8 @@ def save(site_dir: Path, state: State, changed: list[str] | None = None) -> None
     data = {"version": VERSION, "inputs": state.inputs, "theme": state.theme,
             "shells": {kind: shell.parts for kind, shell in sorted(state.shells.items())},
             "splices": dict(sorted(state.splices.items())), "made": dict(sorted(state.made.items())),
-            "stats": dict(sorted(state.stats.items())), "indexed": sorted(state.indexed)}
+            "stats": dict(sorted(state.stats.items())), "indexed": sorted(state.indexed),
+            "unindexed": sorted(state.unindexed)}
     _write(state_path(site_dir), json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 

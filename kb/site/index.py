@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +32,16 @@ SHARD_PAGES = 2000  # pages per Pagefind index, at most about (its memory and ti
 INDEXED_KINDS = ("cell", "disambiguation")  # the pages whose templates say data-pagefind-body
 SHARDS_FILE = "kb-shards.json"  # the index folders of the shards, for kb-search.js
 KEPT_IN_SHARDS = ("pagefind-entry.json", "fragment", "index", "filter")  # and *.pf_meta: what mergeIndex reads
+PAGEFIND_SECONDS = 600  # one Pagefind run at most
+POLL_SECONDS = 0.25  # how often a running Pagefind is asked whether it is still wanted
 
 
 class SearchIndexError(RuntimeError):
     pass
+
+
+class Cancelled(Exception):
+    """The index was no longer wanted (`cancelled()` said so): nothing was written."""
 
 
 def indexed_urls(pages) -> list[str]:
@@ -72,11 +79,12 @@ class Indexed:
 
 
 def build_index(site_dir: Path, output: Path, urls: list[str], previous: Path | None = None,
-                since: tuple[list[str], list[str]] | None = None) -> Indexed:
+                since: tuple[list[str], list[str]] | None = None, cancelled=None) -> Indexed:
     """Index the pages `urls` of `site_dir` into the empty folder `output`. `previous`: the index
     of this site as it was, and `since`: the URLs it held and the site paths written or deleted
     since; a shard holding none of those pages is taken over from `previous` (hard links) instead
-    of indexed again, when the shards are the same."""
+    of indexed again, when the shards are the same. `cancelled()`, when given, is asked while
+    Pagefind runs: True stops it and raises Cancelled (`kb serve`: an edit was saved meanwhile)."""
     shards = shards_of(urls)
     listed = [folder_of(n) for n, members in enumerate(shards) if members]
     output.mkdir(parents=True, exist_ok=True)
@@ -91,7 +99,9 @@ def build_index(site_dir: Path, output: Path, urls: list[str], previous: Path | 
             continue  # no page at all: an index without shards, which the search box knows
         target = output / folder_of(n)
         if n in touched:
-            counted += _pagefind(site_dir, members, target)
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            counted += _pagefind(site_dir, members, target, cancelled)
             if n:
                 _trim(target)
         else:
@@ -117,7 +127,7 @@ def _listed(index: Path) -> list[str] | None:
     return listed
 
 
-def _pagefind(site_dir: Path, urls: list[str], output: Path) -> int:
+def _pagefind(site_dir: Path, urls: list[str], output: Path, cancelled=None) -> int:
     """One Pagefind index of the pages `urls` of `site_dir`, written into `output`: the number
     of pages Pagefind says it indexed."""
     farm = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.farm-", dir=site_dir.parent))
@@ -131,15 +141,33 @@ def _pagefind(site_dir: Path, urls: list[str], output: Path) -> int:
                 shutil.copyfile(source, link)
         command = [sys.executable, "-m", "pagefind_bin", "--site", str(farm), "--output-path", str(output.resolve()),
                    "--force-language", "en"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        returncode, stdout, stderr = _run(command, cancelled)
     finally:
         shutil.rmtree(farm, ignore_errors=True)
-    if done.returncode != 0:
-        raise SearchIndexError(f"pagefind failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
-    found = re.search(r"Indexed (\d+) pages?", done.stdout)
+    if returncode != 0:
+        raise SearchIndexError(f"pagefind failed ({returncode}): {stderr.strip() or stdout.strip()}")
+    found = re.search(r"Indexed (\d+) pages?", stdout)
     if found is None:
-        raise SearchIndexError(f"pagefind did not say how many pages it indexed: {done.stdout.strip()[-500:]}")
+        raise SearchIndexError(f"pagefind did not say how many pages it indexed: {stdout.strip()[-500:]}")
     return int(found.group(1))
+
+
+def _run(command: list[str], cancelled) -> tuple[int, str, str]:
+    """Run `command` to its end (PAGEFIND_SECONDS at most), or until `cancelled()` says so."""
+    deadline = time.monotonic() + PAGEFIND_SECONDS
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=POLL_SECONDS if cancelled is not None else PAGEFIND_SECONDS)
+                return proc.returncode, stdout, stderr
+            except subprocess.TimeoutExpired:
+                stopped = cancelled is not None and cancelled()
+                if stopped or time.monotonic() > deadline:
+                    proc.kill()
+                    proc.communicate()
+                    if stopped:
+                        raise Cancelled() from None
+                    raise SearchIndexError(f"pagefind ran past {PAGEFIND_SECONDS} s") from None
 
 
 def _trim(shard: Path) -> None:

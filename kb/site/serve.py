@@ -3,7 +3,8 @@ rebuilt at every saved edit; the open page reloads itself once its new bytes are
 
 The first build is `kb build --preview` into the folder (`.cache/serve/site` by default); each
 edit of an entry file is a rebuild in place (`kb.site.incremental`: only the files whose content
-changed are written), run in this process, and the search index follows right after the pages.
+changed are written), run in this process, and the search index follows right after the pages;
+an edit saved while the index runs stops it, and the next rebuild indexes the pages of both.
 An edit of the code, the templates, the hand-written pages or mkdocs.yml restarts the server
 process (`os.execv`), so the new code builds the site. Pages are served as they are on disk with
 one addition: a script (`/__kb/reload.js`) that waits on `/__kb/reload` and reloads the page when
@@ -158,7 +159,10 @@ def serve(entries: Path, site: Path, host: str, port: int, config_file: Path = R
             now = _signature([entries])
             if now != entries_seen:
                 entries_seen = now
-                build.build(site, entries, config_file, on_pages=changes.bump)
+                # An edit saved while the search index runs stops it: the pages of that edit
+                # come first, and the next index covers both.
+                build.build(site, entries, config_file, on_pages=changes.bump,
+                            superseded=lambda seen=now: _signature([entries]) != seen)
     except KeyboardInterrupt:
         return 0
     finally:
