@@ -192,3 +192,24 @@ def test_an_index_stopped_by_the_next_edit_is_made_by_the_next_build(tmp_path, c
     _build(entries, full, "--full")
     assert _fragments(site) == _fragments(full)
     assert "First: FlashInfer" in _fragments(site)[cell_url]["content"]
+
+
+def test_a_link_put_into_the_index_is_not_carried_into_the_next_one(tmp_path):
+    """Shards taken over from the previous index are linked file by file; a symbolic link found
+    there (to a private file) is neither followed nor kept."""
+    entries = tmp_path / "entries"
+    shutil.copytree(ROOT / "kb" / "entries", entries)
+    site = tmp_path / "site"
+    _build(entries, site)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the site", encoding="utf-8")
+    for folder in _shards(site):
+        (site / "pagefind" / folder / "fragment" / "planted.pf_fragment").symlink_to(secret)
+    path = entries / f"{CELL}.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("summary: >-\n  FlashInfer's mm_fp4",
+                                                             "summary: >-\n  Edited: FlashInfer's mm_fp4", 1),
+                    encoding="utf-8")
+    _build(entries, site)
+    files = list((site / "pagefind").rglob("*"))
+    assert not [p for p in files if p.is_symlink() or p.name == "planted.pf_fragment"]
+    assert not [p for p in files if p.is_file() and b"not for the site" in p.read_bytes()]

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -180,15 +181,19 @@ def _trim(shard: Path) -> None:
 
 def _link_shard(source: Path, target: Path, top: bool) -> None:
     """Shard files taken over from the previous index by hard links (copied where links fail);
-    for shard 0, the top of the index folder without the other shards and the shard list."""
-    for path in sorted(source.rglob("*")):
-        rel = path.relative_to(source)
-        if top and (rel.parts[0] == SHARDS_FILE or rel.parts[0].isdigit()):
-            continue
-        if path.is_dir():
-            continue
-        (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, target / rel)
-        except OSError:
-            shutil.copyfile(path, target / rel)
+    for shard 0, the top of the index folder without the other shards and the shard list. Only
+    regular files: a link put into the published folder is never followed into it."""
+    for folder, dirs, files in os.walk(source):  # does not descend into linked folders
+        here = Path(folder)
+        for name in sorted(files):
+            path = here / name
+            rel = path.relative_to(source)
+            if top and (rel.parts[0] == SHARDS_FILE or rel.parts[0].isdigit()):
+                continue
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(path, target / rel, follow_symlinks=False)
+            except OSError:
+                shutil.copyfile(path, target / rel, follow_symlinks=False)
