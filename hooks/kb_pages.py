@@ -122,7 +122,7 @@ def on_post_build(config):
     started = time.perf_counter()
     try:
         urls = index.indexed_urls(_state["layout"].generated.pages)
-        summary = index.build_index(site_dir, site_dir / "pagefind", urls)
+        summary = index.build_index(site_dir, site_dir / index.FOLDER, urls)
     except index.SearchIndexError as exc:
         raise PluginError(str(exc)) from exc
     log.info("kb: search index of %s pages in %.2fs", summary.pages, time.perf_counter() - started)

@@ -180,25 +180,38 @@ def test_render_cache_gives_the_same_pages_and_renders_only_what_an_edit_shows(e
     assert shows | listed <= changed and listed
 
 
-def test_pages_rendered_on_every_core_equal_those_rendered_in_one_process(entries, tmp_path, monkeypatch):
+def test_pages_rendered_on_every_core_equal_those_rendered_in_one_process(entries, tmp_path):
     """Past PARALLEL_FROM missing pages, cell and literal pages are rendered by worker processes:
-    the same pages, byte for byte, and a warm run renders none of them again."""
-    from kb.site import pages as pages_mod
+    the same pages, byte for byte, and a warm run renders none of them again. Run in a process of
+    its own: the workers are forked only from a process without other threads (a browser test
+    before this one leaves Playwright's)."""
+    import sys
 
-    repo = "https://github.com/example/kb"  # as _render gives it
+    script = """
+import sys
+from pathlib import Path
+from kb import cache as cache_mod
+from kb.records import lint
+from kb.site import pages
 
-    plain, _ = _render(entries)
-    monkeypatch.setattr(pages_mod, "PARALLEL_FROM", 2)
-    site = pages_mod.Site(lint.check([entries]).cells)
-    ahead = pages_mod.Renderer(site, repo)
-    assert ahead.render_ahead() >= len(site.cells)
-    assert {p.url: p for p in ahead.all_pages()} == plain
-    cached = pages_mod.Renderer(site, repo, cache_mod.Cache("render", tmp_path / "cache"))
-    assert {p.url: p for p in cached.all_pages()} == plain
-    cached.cache.save()
-    warm = pages_mod.Renderer(site, repo, cache_mod.Cache("render", tmp_path / "cache"))
-    assert warm.render_ahead() == 0
-    assert {p.url: p for p in warm.all_pages()} == plain and warm.keys == cached.keys
+entries, folder, repo = Path(sys.argv[1]), Path(sys.argv[2]), "https://github.com/example/kb"
+site = pages.Site(lint.check([entries]).cells)
+plain = {p.url: p for p in pages.Renderer(site, repo).all_pages()}  # fewer pages than PARALLEL_FROM
+pages.PARALLEL_FROM = 2
+ahead = pages.Renderer(site, repo)
+assert ahead.render_ahead() >= len(site.cells)
+assert {p.url: p for p in ahead.all_pages()} == plain
+cached = pages.Renderer(site, repo, cache_mod.Cache("render", folder))
+assert {p.url: p for p in cached.all_pages()} == plain
+cached.cache.save()
+warm = pages.Renderer(site, repo, cache_mod.Cache("render", folder))
+assert warm.render_ahead() == 0
+assert {p.url: p for p in warm.all_pages()} == plain and warm.keys == cached.keys
+print("same pages")
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(entries), str(tmp_path / "cache")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "same pages", done.stderr
 
 
 def test_the_entries_state_changes_with_any_write_even_when_size_and_mtime_are_put_back(tmp_path):

@@ -34,7 +34,6 @@ from kb.site.generate import GenerateError
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = ".kb-site"
-SEARCH_FOLDER = "pagefind"
 MARKER_TEXT = "Built by `kb build`. The next `kb build` into this folder replaces it whole.\n"
 
 
@@ -189,7 +188,7 @@ def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
         return None
     # The pages first, the search index right after: an edited page is on disk before
     # Pagefind has read the whole site again.
-    _swap_in(staging, site_dir, keep=SEARCH_FOLDER)
+    _swap_in(staging, site_dir, keep=index.FOLDER)
     return built
 
 
@@ -202,11 +201,11 @@ def _index(site_dir: Path, urls: list[str], since: tuple[list[str], list[str]] |
     when `cancelled()` stops it (nothing of it is left)."""
     try:
         with _staging(site_dir, "index") as staging:
-            summary = index.build_index(site_dir, staging, urls, site_dir / SEARCH_FOLDER, since, cancelled)
+            summary = index.build_index(site_dir, staging, urls, site_dir / index.FOLDER, since, cancelled)
     except index.SearchIndexError as exc:
         print(f"search index failed: {exc}; the pages are built, the old search index was kept", file=sys.stderr)
         return None
-    _swap_in(staging, site_dir / SEARCH_FOLDER)
+    _swap_in(staging, site_dir / index.FOLDER)
     return summary
 
 

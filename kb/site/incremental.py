@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.cache import ROOT, fingerprint, installed_versions
+from kb.site import index
 from kb.site.page import Page
 from kb.site.shell import Layout, Shell, kind_of
 from kb.site.urls import page_url
 
-SEARCH_FOLDER = "pagefind"
 SITEMAP_GZ = "sitemap.xml.gz"
 VERSION = 3
 
@@ -197,7 +197,7 @@ def _stats(site_dir: Path) -> dict[str, tuple[int, int]]:
     found: dict[str, tuple[int, int]] = {}
     for folder, dirs, files in os.walk(site_dir):
         rel = os.path.relpath(folder, site_dir)
-        if rel == SEARCH_FOLDER:
+        if rel == index.FOLDER:
             dirs.clear()
             continue
         for name in files:

@@ -31,6 +31,7 @@ from kb.site.search import shard_of
 
 SHARD_PAGES = 2000  # pages per Pagefind index, at most about (its memory and time grow faster than linearly)
 INDEXED_KINDS = ("cell", "disambiguation")  # the pages whose templates say data-pagefind-body
+FOLDER = "pagefind"  # the index folder inside the site
 SHARDS_FILE = "kb-shards.json"  # the index folders of the shards, for kb-search.js
 KEPT_IN_SHARDS = ("pagefind-entry.json", "fragment", "index", "filter")  # and *.pf_meta: what mergeIndex reads
 PAGEFIND_SECONDS = 600  # one Pagefind run at most
@@ -74,9 +75,6 @@ class Indexed:
     pages: int
     shards: int
     again: int  # shards indexed again (the others were taken over from the previous index)
-
-    def __str__(self) -> str:
-        return f"Indexed {self.pages} pages in {self.shards} index shard(s), {self.again} of them indexed again"
 
 
 def build_index(site_dir: Path, output: Path, urls: list[str], previous: Path | None = None,
@@ -134,12 +132,7 @@ def _pagefind(site_dir: Path, urls: list[str], output: Path, cancelled=None) -> 
     farm = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.farm-", dir=site_dir.parent))
     try:
         for url in urls:
-            source, link = site_dir / url / "index.html", farm / url / "index.html"
-            link.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(source, link)
-            except OSError:  # another file system, or one without hard links
-                shutil.copyfile(source, link)
+            _link(site_dir / url / "index.html", farm / url / "index.html")
         command = [sys.executable, "-m", "pagefind_bin", "--site", str(farm), "--output-path", str(output.resolve()),
                    "--force-language", "en"]
         returncode, stdout, stderr = _run(command, cancelled)
@@ -192,8 +185,14 @@ def _link_shard(source: Path, target: Path, top: bool) -> None:
                 continue
             if not stat.S_ISREG(os.lstat(path).st_mode):
                 continue
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(path, target / rel, follow_symlinks=False)
-            except OSError:
-                shutil.copyfile(path, target / rel, follow_symlinks=False)
+            _link(path, target / rel)
+
+
+def _link(source: Path, target: Path) -> None:
+    """`target` made a hard link to the file `source` (a copy on a file system without them),
+    never through a symbolic link."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError:
+        shutil.copyfile(source, target, follow_symlinks=False)

@@ -63,6 +63,7 @@ class Renderer:
         self.cache = cache
         self.keys: dict[str, str] = {}  # URL -> cache key of each page rendered through the cache
         self._ahead: dict[str, Page | None] = {}  # key -> page rendered by another process (render_ahead)
+        self._page_keys: dict[tuple[str, str], str] = {}  # ("cell", id) or ("string", text) -> its key
         self._code = (fingerprint(code_fingerprint(RENDER_MODULES, RENDER_PACKAGES), _templates_fingerprint(),
                                   repo_url or "") if cache is not None else "")
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
@@ -81,9 +82,13 @@ class Renderer:
         return self.env.get_template(template).render(here=here, **context)
 
     def _cached(self, key_parts: list[str], make) -> Page | None:
+        return self._kept(lambda: fingerprint(self._code, *key_parts), make)
+
+    def _kept(self, key_of, make) -> Page | None:
+        """The page under the key `key_of()` makes: rendered ahead, from the cache, or `make()`."""
         if self.cache is None and not self._ahead:
             return make()
-        key = fingerprint(self._code, *key_parts)
+        key = key_of()
         if key in self._ahead:  # rendered by another process (render_ahead)
             page = self._ahead.pop(key)
             if self.cache is not None:
@@ -102,8 +107,17 @@ class Renderer:
     def _string_key(self, text: str) -> list[str]:
         return ["string", text, *[self.site.shown(c) for c in self.site.owners[text]]]
 
+    def _page_key(self, kind: str, arg: str) -> str:
+        """The key of a cell page ("cell", id) or a literal's page ("string", text), made once
+        per renderer (render_ahead and the page itself both need it)."""
+        key = self._page_keys.get((kind, arg))
+        if key is None:
+            parts = self._cell_key(self.site.by_id[arg]) if kind == "cell" else self._string_key(arg)
+            key = self._page_keys[(kind, arg)] = fingerprint(self._code, *parts)
+        return key
+
     def cell(self, cell: Cell) -> Page:
-        return self._cached(self._cell_key(cell), lambda: self._cell(cell))
+        return self._kept(lambda: self._page_key("cell", cell.id), lambda: self._cell(cell))
 
     def _cell(self, cell: Cell) -> Page:
         here = self.site.url(cell)
@@ -112,9 +126,17 @@ class Renderer:
 
     def string_page(self, text: str) -> Page | None:
         """Page of a literal string that is not some cell's first signature (else None)."""
-        return self._cached(self._string_key(text), lambda: self._string_page(text))
+        return self._kept(lambda: self._page_key("string", text), lambda: self._string_page(text))
+
+    def _has_string_page(self, text: str) -> bool:
+        """A literal string has a page of its own when several cells print it or it is not its
+        cell's first signature (whose page is the cell page)."""
+        owners = self.site.owners[text]
+        return len(owners) > 1 or owners[0].entry.signatures[0].text != text
 
     def _string_page(self, text: str) -> Page | None:
+        if not self._has_string_page(text):
+            return None
         owners = self.site.owners[text]
         here = string_url(text)
         if len(owners) > 1:
@@ -123,8 +145,6 @@ class Renderer:
             return Page(here, text, summary, self._render("disambiguation.html", here, text=text, cells=owners),
                         "disambiguation", max(c.entry.updated for c in owners))
         (owner,) = owners
-        if owner.entry.signatures[0].text == text:
-            return None
         e = owner.entry
         remedies = [("Fix", r) for r in e.fixes] + [("Workaround", r) for r in e.workarounds]
         short = [(what, r) for what, r in remedies if len(r.what) <= POINTER_REMEDY_CHARS][:POINTER_REMEDIES]
@@ -172,19 +192,15 @@ class Renderer:
         templates and only the pages travel (the catalog pickled to each worker cost more than
         half the rendering at 10,000 cells). Forking a process that runs threads is unsafe, so
         with other threads running (`kb serve`) the pages are rendered here, one by one."""
-        jobs: list[tuple[str, str]] = []
-        keys: list[str] = []
-        wanted = [("cell", cell.id, self._cell_key(cell)) for cell in self.site.cells]
-        wanted += [("string", text, self._string_key(text)) for text, owners in sorted(self.site.owners.items())
-                   if len(owners) > 1 or owners[0].entry.signatures[0].text != text]
-        for kind, arg, parts in wanted:
-            key = fingerprint(self._code, *parts)
-            if self.cache is None or self.cache.get(key) is None:
-                jobs.append((kind, arg))
-                keys.append(key)
+        wanted = [("cell", cell.id) for cell in self.site.cells]
+        wanted += [("string", text) for text in sorted(self.site.owners) if self._has_string_page(text)]
         workers = min(os.cpu_count() or 1, 8)
-        if len(jobs) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
+        if len(wanted) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
             return 0
+        jobs = [job for job in wanted if self.cache is None or self.cache.get(self._page_key(*job)) is None]
+        if len(jobs) < PARALLEL_FROM:
+            return 0
+        keys = [self._page_key(*job) for job in jobs]
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
