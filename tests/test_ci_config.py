@@ -333,3 +333,100 @@ def test_installs_rerun_when_a_lock_changes():
             assert lock in prerequisites or any(lock in rules.get(p, ([], []))[0] for p in prerequisites), (target, lock)
         if any(re.search(r"\s-e\s", line) for line in recipe if "pip install" in line):
             assert "pyproject.toml" in prerequisites, target
+
+
+# --- make targets the workflows call --------------------------------------------------------------
+
+MAKE_GUARD = re.compile(r'test -n "\$\((\w+)\)"')
+MAKE_RULE = re.compile(r"^([A-Za-z0-9_.$()/-]+(?:\s+[A-Za-z0-9_.$()/-]+)*)\s*:(?!=)\s*(.*?)(?:\s+##.*)?$")
+
+
+def make_requirements(text: str) -> dict[str, set[str]]:
+    """Target -> the variables its recipe, or a prerequisite's, refuses to run without
+    (`test -n "$(VAR)"`)."""
+    own: dict[str, set[str]] = {}
+    needs: dict[str, list[str]] = {}
+    target = None
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            if target is not None:
+                own[target] |= set(MAKE_GUARD.findall(line))
+            continue
+        rule = MAKE_RULE.match(line)
+        target = None
+        if rule and not line.startswith((".", "#")) and "=" not in rule.group(1):
+            for name in rule.group(1).split():
+                own.setdefault(name, set())
+                needs.setdefault(name, []).extend(rule.group(2).split())
+            target = rule.group(1).split()[-1]
+    def required(name: str, seen: frozenset = frozenset()) -> set[str]:
+        found = set(own.get(name, ()))
+        for prerequisite in needs.get(name, []):
+            if prerequisite not in seen:
+                found |= required(prerequisite, seen | {name})
+        return found
+    return {name: required(name) for name in own}
+
+
+def make_calls(text: str):
+    """(targets, variables given) of each `make` call in the shell text of a step."""
+    for command in re.split(r"&&|\|\||;|\n|\|", text):
+        words = command.split()
+        if not words or words[0] != "make":
+            continue
+        given = {w.split("=", 1)[0] for w in words[1:] if re.match(r"^\w+=", w)}
+        targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        yield targets or ["help"], given
+
+
+def workflow_make_problems(workflow: str, makefile: str, scripts: dict[str, str] | None = None):
+    """Every `make` target a workflow step calls (also through a script it runs, such as .ci/run)
+    gets each variable the Makefile requires for it, on the command line or in the step's or
+    job's env."""
+    required = make_requirements(makefile)
+    doc = yaml.safe_load(workflow)
+    for name, job in (doc.get("jobs") or {}).items():
+        for step in job.get("steps", []):
+            if "run" not in step:
+                continue
+            env = set(doc.get("env") or {}) | set(job.get("env") or {}) | set(step.get("env") or {})
+            texts = [step["run"]] + [body for script, body in (scripts or {}).items() if script in step["run"]]
+            for text in texts:
+                for targets, given in make_calls(text):
+                    for target in targets:
+                        missing = required.get(target, set()) - given - env
+                        if missing:
+                            yield f"jobs.{name}: make {target} needs {', '.join(sorted(missing))} (the Makefile refuses it without)"
+
+
+SCRIPTS = {".ci/run": (ROOT / ".ci" / "run").read_text(encoding="utf-8")}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_make_target_a_workflow_calls_gets_its_variables(path):
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert make_requirements(makefile)["site"] == {"SITE_URL"}
+    assert list(workflow_make_problems(path.read_text(encoding="utf-8"), makefile, SCRIPTS)) == []
+
+
+def test_make_variable_rule_catches_a_bare_make_site():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    bad = """
+jobs:
+  build:
+    steps:
+      - run: make setup && make site
+      - run: make site SITE_URL=https://example.invalid/kb/
+      - env: {SITE_URL: "https://example.org/"}
+        run: make site
+"""
+    assert list(workflow_make_problems(bad, makefile)) == [
+        "jobs.build: make site needs SITE_URL (the Makefile refuses it without)"]
+
+
+def test_no_symbolic_link_is_committed():
+    """A link in the repository (mode 120000) would make the build read what it points at."""
+    done = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-s", "-z"], capture_output=True, check=True)
+    links = [entry.split(b"\t", 1)[1].decode() for entry in done.stdout.split(b"\0")
+             if entry.startswith(b"120000 ")]
+    assert links == []
