@@ -16,6 +16,7 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 from kb.site import index, shell
+from kb.site.paths import OutsideSite, inside
 from kb.site.generate import GenerateError
 
 log = logging.getLogger("mkdocs.hooks.kb")
@@ -49,11 +50,21 @@ def on_config(config):
     return config
 
 
+def _inside(config, path: str) -> Path:
+    """Where the site file `path` goes; never outside the site (kb.site.paths)."""
+    try:
+        return inside(Path(config["site_dir"]), path)
+    except OutsideSite as exc:
+        raise PluginError(f"kb: refusing to write {exc}") from None
+
+
 @event_priority(100)
 def on_files(files, config):
     for src in _state["pages"]:
+        _inside(config, src)
         files.append(File.generated(config, src, content=""))
     for path, content in sorted(_state["generated"].files.items()):
+        _inside(config, path)
         files.append(File.generated(config, path, content=content))
     return files
 
@@ -105,12 +116,12 @@ def on_post_build(config):
     site_dir = Path(config["site_dir"])
     for src in _state["stand_ins"]:
         stand_in = _state["pages"][src]
-        (site_dir / stand_in.url / "index.html").unlink()
-        (site_dir / stand_in.url).rmdir()
+        _inside(config, f"{stand_in.url}index.html").unlink()
+        _inside(config, stand_in.url).rmdir()
     for page in _state["filled"]:
-        folder = site_dir / page.url
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "index.html").write_text(_state["shells"][shell.kind_of(page)].fill(page), encoding="utf-8")
+        target = _inside(config, f"{page.url}index.html")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(_state["shells"][shell.kind_of(page)].fill(page), encoding="utf-8")
     built = config["extra"].get("kb_built")
     if built is not None:  # `kb build` keeps the shells to rebuild the site in place next time
         sitemap = (site_dir / "sitemap.xml").read_text(encoding="utf-8")

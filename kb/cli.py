@@ -43,7 +43,13 @@ def _check(args) -> int:
     result = lint.cached_check(folders + missing if folders else named)
     # abspath, not resolve(): an entry may be a symbolic link (even a loop), refused unread.
     wanted = {os.path.abspath(p) for p in named}
-    problems = [p for p in result.problems if os.path.abspath(p.path) in wanted]
+    # The checks of the site as a whole (URL lengths; for the repository's own entries, the
+    # redirects and the build's source files): a problem in an entry is reported with its file's,
+    # one in the redirects file or the sources always.
+    entries = {os.path.abspath(c.path) for c in result.cells}
+    site = _site_problems(result.cells, folders)
+    problems = [p for p in result.problems + site if os.path.abspath(p.path) in wanted]
+    problems += [p for p in site if os.path.abspath(p.path) not in entries]
     for problem in problems:
         print(problem.format())
     if problems:
@@ -52,6 +58,18 @@ def _check(args) -> int:
         return 1
     print(f"ok: {len(named)} entr{'y' if len(named) == 1 else 'ies'} checked, no problems")
     return 0
+
+
+def _site_problems(cells, folders: list[Path]) -> list:
+    """`kb.site.urls.site_problems` of the checked cells; with the redirects and URL lock beside
+    the repository's own entries folder (as mkdocs.yml names them) when it is among `folders`."""
+    from kb.site import urls
+
+    kb_folder = Path(__file__).resolve().parent
+    own = any(folder.resolve() == kb_folder / "entries" for folder in folders)
+    if not own:
+        return urls.site_problems(cells, None, None)
+    return urls.site_problems(cells, urls.OWN_LOCK, urls.OWN_REDIRECTS)
 
 
 def _schema(args) -> int:

@@ -98,7 +98,7 @@ def _scalar(event, loader, loc: Loc):
                       f"{event.value[:40]!r} cannot be read as YAML {kind}; quote it to write text", "KB022") from None
 
 
-def _compose(text: str, lines: dict):
+def _compose(text: str, lines: dict, key_chars: int = MAX_KEY_CHARS):
     """Plain data from one YAML document, built in one pass over libyaml's events (the C parser
     when PyYAML has it): aliases, anchors, tags that construct objects, duplicate or unprintable
     keys and deep nesting are refused as they come, before anything is expanded."""
@@ -130,7 +130,7 @@ def _compose(text: str, lines: dict):
                 continue
             parent = stack[-1] if stack else None
             if parent is not None and isinstance(parent.value, dict) and parent.key is _KEY:
-                _take_key(parent, event, loader, lines)
+                _take_key(parent, event, loader, lines, key_chars)
                 continue
             loc = parent.loc + ((parent.key if isinstance(parent.value, dict) else len(parent.value)),) if parent else ()
             if isinstance(event, yaml.ScalarEvent):
@@ -161,7 +161,7 @@ def _compose(text: str, lines: dict):
     return root
 
 
-def _take_key(frame: _Frame, event, loader, lines: dict) -> None:
+def _take_key(frame: _Frame, event, loader, lines: dict, key_chars: int = MAX_KEY_CHARS) -> None:
     line = event.start_mark.line + 1
     if not isinstance(event, yaml.ScalarEvent):
         raise _Reject(line, _dotted(frame.loc), "mapping keys must be plain words", "KB006")
@@ -170,9 +170,9 @@ def _take_key(frame: _Frame, event, loader, lines: dict) -> None:
     if tag not in _PLAIN_TAGS:
         raise _Reject(line, _dotted(frame.loc), "mapping keys must be plain words", "KB006")
     key = event.value
-    if len(key) > MAX_KEY_CHARS or not key.isprintable():  # a key is printed in every problem's field path
+    if len(key) > key_chars or not key.isprintable():  # a key is printed in every problem's field path
         raise _Reject(line, _dotted(frame.loc),
-                      f"mapping keys must be plain words (printable, at most {MAX_KEY_CHARS} characters)", "KB006")
+                      f"mapping keys must be plain words (printable, at most {key_chars} characters)", "KB006")
     if key in frame.value:
         raise _Reject(line, _dotted(frame.loc + (key,)),
                       f"duplicate key {key!r} (first on line {lines[frame.loc + (key,)]}); keep one", "KB005")
@@ -273,8 +273,9 @@ def load(path: Path) -> Loaded:
     return raw if isinstance(raw, Loaded) else parse(path, raw)
 
 
-def parse(path: Path, raw: bytes) -> Loaded:
-    """The plain data of an entry's bytes (read from `path`), with every problem attached."""
+def parse(path: Path, raw: bytes, key_chars: int = MAX_KEY_CHARS) -> Loaded:
+    """The plain data of an entry's bytes (read from `path`), with every problem attached.
+    `key_chars`: the longest key allowed (a mapping whose keys are URLs needs more than a field's)."""
     result = Loaded(path=path, data=None)
 
     def fail(line: int, loc: str, message: str, code: str, got=MISSING) -> Loaded:
@@ -289,7 +290,7 @@ def parse(path: Path, raw: bytes) -> Loaded:
         line, message = _first_bad_byte(raw, exc)
         return fail(line, "(file)", message, "KB001")
     try:
-        data = _compose(text, result.lines)
+        data = _compose(text, result.lines, key_chars)
         if data is None:
             return fail(1, "(file)", "file is empty; an entry is a YAML mapping of fields", "KB004")
         if not isinstance(data, dict):

@@ -31,6 +31,7 @@ from pathlib import Path
 from kb.records import lint
 from kb.site import incremental, index, shell
 from kb.site.generate import GenerateError
+from kb.site.paths import inside
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = ".kb-site"
@@ -105,6 +106,8 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         try:
             with _mkdocs_log():
                 config = _config(config_file, entries, site_url, lock, redirects, repo_url, shells)
+                if _site_refused(config, result):
+                    return 1
                 layout = shell.layout(config["extra"], config["site_url"], config["nav"], config_file.parent,
                                       checked=result)
         except (MkDocsException, GenerateError) as exc:
@@ -166,6 +169,21 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
     print(f"{done} and searched {summary.pages} of them ({summary.shards} index shard(s), {summary.again} indexed "
           f"again) in {time.perf_counter() - started:.2f}s")
     return 0
+
+
+def _site_refused(config, result: lint.Result) -> bool:
+    """The checks of the site as a whole that `kb check` runs (kb.site.urls.site_problems), on the
+    lock and redirects of this build's config: True when one failed (each problem said)."""
+    from kb.site import urls
+
+    extra = config["extra"]
+    lock, moved = (Path(extra[key]) if extra.get(key) else None for key in ("kb_url_lock", "kb_redirects"))
+    problems = urls.site_problems(result.cells, lock, moved)
+    for problem in problems:
+        print(problem.format())
+    if problems:
+        print(f"{len(problems)} problem(s); nothing was built (run `kb check`)", file=sys.stderr)
+    return bool(problems)
 
 
 def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
@@ -309,7 +327,7 @@ def _swap_in(staging: Path, site_dir: Path, keep: str | None = None) -> None:
     built = {p.relative_to(staging) for p in staging.rglob("*") if not p.is_dir()}
     kept = {p.relative_to(site_dir) for p in (site_dir / keep).rglob("*") if not p.is_dir()} if keep else set()
     for rel in sorted(built):
-        new, old = staging / rel, site_dir / rel
+        new, old = staging / rel, inside(site_dir, rel.as_posix())
         if old.is_file() and not old.is_symlink() and _same_bytes(new, old):
             continue
         if old.is_dir() and not old.is_symlink():

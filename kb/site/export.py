@@ -174,3 +174,14 @@ def files(site: Site, site_url: str | None, facts_schema: dict | None = None,
         robots += f"Sitemap: {absolute(site_url, 'sitemap.xml')}\n"
     out["robots.txt"] = robots
     return out
+
+
+def paths(site: Site) -> list[str]:
+    """The site path of every export file of `site` and of the other data files kb generates
+    (`kb.site.generate`: the triage rules, the search literals' list), known without making them:
+    the search literals' shards are under `search/`, a folder the build owns whole."""
+    found = [f"{API}index.json", f"{API}schema/entry.json", f"{API}schema/facts.json", "feed.xml", "robots.txt",
+             "triage/patterns.json", "search/literals.json"]
+    for cell in site.cells:
+        found += [f"{API}cells/{cell.id}.json", f"osv/{cell.id}.json"]
+    return sorted(found)

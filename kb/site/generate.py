@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kb.cache import code_fingerprint, for_folders, fingerprint
 from kb.records import lint
+from kb.records import redirects as redirects_file
 from kb.records.catalog import Site
 from kb.site import export, search, urls
 from kb.site.page import Page
@@ -89,14 +90,24 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
         cache.save()
     current = urls.published([p.url for p in pages], list(files))
     if lock is not None and lock.exists():
-        moved = urls.read_redirects(redirects) if redirects is not None else {}
+        locked = urls.read_lock(lock)
+        found, problems = redirects_file.read_file(redirects, locked) if redirects is not None else ([], [])
+        # The same rules as `kb check` (kb.site.urls.site_problems), here against the files really
+        # generated: a redirect never writes where the build writes a file of its own.
+        written = {f"{p.url}index.html" for p in pages} | set(files) | set(urls.BUILD_FILES)
+        written |= {f"{url}index.html" for url in urls.hand_written()} | set(urls.static_files())
+        problems += urls.redirect_problems(found, redirects, set(current), written)
+        if problems:
+            raise GenerateError("the redirects break their rules; run `kb check`:\n"
+                                + "\n".join(p.format() for p in problems[:50]))
+        moved = {r.old: r.new for r in found}
         try:
-            urls.check(urls.read_lock(lock), current, moved, lock, redirects)
+            urls.check(locked, current, moved, lock, redirects)
         except urls.PermanenceError as exc:
             raise GenerateError(str(exc)) from exc
         for old, new in moved.items():
             if old.endswith(".json"):
                 files[old] = json.dumps({"moved_to": export.absolute(site_url, new)}, indent=2) + "\n"
             else:
-                files[old + "index.html" if old.endswith("/") or not old else old] = urls.redirect_page(old, new, site_url)
+                files[redirects_file.written_path(old)] = urls.redirect_page(old, new, site_url)
     return Generated(renderer, pages, files, current, time.perf_counter() - started)

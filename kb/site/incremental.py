@@ -40,6 +40,7 @@ from pathlib import Path
 from kb.cache import ROOT, fingerprint, installed_versions
 from kb.site import index
 from kb.site.page import Page
+from kb.site.paths import inside
 from kb.site.shell import Layout, Shell, kind_of
 from kb.site.urls import page_url
 
@@ -241,15 +242,15 @@ def rebuild(site_dir: Path, state: State | None, inputs: str, layout: Layout, th
         else:
             writes.append((path, layout.generated.files[path]))
     for path, text in writes:
-        _write(site_dir / path, text)
+        _write(inside(site_dir, path), text)
     written = [path for path, _ in writes]
     if "sitemap.xml" in written:  # the engine writes a gzipped copy beside it
         _write_bytes(site_dir / SITEMAP_GZ, _gzipped(dict(writes)["sitemap.xml"], layout.epoch))
         written.append(SITEMAP_GZ)
     gone = sorted(set(state.made) - set(made))
     for path in gone:
-        target = site_dir / path
-        if target.is_file():
+        target = inside(site_dir, path)
+        if target.is_file() and not target.is_symlink():
             target.unlink()
             _remove_empty(target.parent, site_dir)
     state.made = made

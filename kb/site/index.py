@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kb.site.paths import inside
 from kb.site.search import shard_of
 
 SHARD_PAGES = 2000  # pages per Pagefind index, at most about (its memory and time grow faster than linearly)
@@ -132,7 +133,7 @@ def _pagefind(site_dir: Path, urls: list[str], output: Path, cancelled=None) -> 
     farm = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.farm-", dir=site_dir.parent))
     try:
         for url in urls:
-            _link(site_dir / url / "index.html", farm / url / "index.html")
+            _link(inside(site_dir, f"{url}index.html"), inside(farm, f"{url}index.html"))
         command = [sys.executable, "-m", "pagefind_bin", "--site", str(farm), "--output-path", str(output.resolve()),
                    "--force-language", "en"]
         returncode, stdout, stderr = _run(command, cancelled)
@@ -185,7 +186,7 @@ def _link_shard(source: Path, target: Path, top: bool) -> None:
                 continue
             if not stat.S_ISREG(os.lstat(path).st_mode):
                 continue
-            _link(path, target / rel)
+            _link(path, inside(target, rel.as_posix()))
 
 
 def _link(source: Path, target: Path) -> None:

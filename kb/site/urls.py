@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from kb.records import redirects
+from kb.records.load import dotted
+from kb.records.problems import Problem
 
 SITE_SRC = Path(__file__).resolve().parents[2] / "site_src"
+# The lock and redirects of the repository's own entries, as mkdocs.yml names them (`kb check` reads them).
+OWN_LOCK = SITE_SRC.parent / "kb" / "urls.lock"
+OWN_REDIRECTS = SITE_SRC.parent / "kb" / "redirects.yaml"
 
 
 class PermanenceError(ValueError):
@@ -65,17 +70,19 @@ def read_lock(path: Path) -> list[str]:
             if line.strip() and not line.startswith("#")]
 
 
-def read_redirects(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise PermanenceError(f"{path}: must be a mapping of old URL to new URL, both site-relative strings")
-    return data
+def read_redirects(path: Path, locked: list[str] | None = None) -> dict[str, str]:
+    """The redirects of the file at `path` as old -> new; raises PermanenceError, with every
+    problem, when a line breaks a rule of `kb.records.redirects`."""
+    found, problems = redirects.read_file(path, locked)
+    if problems:
+        raise PermanenceError("\n".join(p.format() for p in problems))
+    return {r.old: r.new for r in found}
 
 
 def check(locked: list[str], current: list[str], redirects: dict[str, str], lock_path: Path,
           redirects_path: Path) -> None:
+    """Every locked URL is still published or has a redirect (the redirects themselves are
+    checked by `redirect_problems`)."""
     now = set(current)
     problems = []
     for url in locked:
@@ -84,13 +91,102 @@ def check(locked: list[str], current: list[str], redirects: dict[str, str], lock
         if url not in redirects:
             problems.append(f"{lock_path}: published URL {url!r} is gone; add '{url}: <new URL>' to {redirects_path} "
                             "(or restore the page)")
-    for old, new in sorted(redirects.items()):
-        if new not in now:
-            problems.append(f"{redirects_path}: redirect target {new!r} (from {old!r}) is not a published URL")
-        if old in now:
-            problems.append(f"{redirects_path}: {old!r} is still published; remove its redirect")
     if problems:
         raise PermanenceError("\n".join(problems))
+
+
+# What the build writes besides the pages and the data files kb generates: the theme's and the
+# hand-written pages' assets, the search index, the engine's own files, the site's marker.
+BUILD_FOLDERS = ("assets/", "search/", "pagefind/")
+BUILD_FILES = ("404.html", "sitemap.xml", "sitemap.xml.gz", ".kb-site")
+
+
+def static_files(site_src: Path = SITE_SRC) -> list[str]:
+    """The site paths of the files the engine copies from the hand-written pages' folder."""
+    return sorted(p.relative_to(site_src).as_posix() for p in site_src.rglob("*")
+                  if p.suffix != ".md" and not p.is_dir())
+
+
+def redirect_problems(moved: list[redirects.Redirect], path: Path, published: set[str], written: set[str],
+                      folders: tuple[str, ...] = BUILD_FOLDERS) -> list[Problem]:
+    """What the redirects of the file at `path` break against the site: KB072, the target is not
+    a URL the site publishes; KB073, the old URL still is; KB074, the file the redirect would
+    write (`kb.records.redirects.written_path`) is one the build writes itself (`written`, site
+    paths), lies inside one of `folders` or one of those files, or would hold one of them."""
+    problems: list[Problem] = []
+    for r in moved:
+        if r.new not in published:
+            problems.append(Problem(path, r.line, r.old, "the new URL is not a URL the site publishes; give the "
+                                    "page's or export's URL as the site has it now", "KB072", r.new))
+        if r.old in published:
+            problems.append(Problem(path, r.line, r.old, "the old URL is still published; remove the redirect",
+                                    "KB073", r.old))
+            continue
+        target = redirects.written_path(r.old)
+        parts = target.split("/")
+        above = {"/".join(parts[:n]) for n in range(1, len(parts))}
+        if (target in written or above & written or target.startswith(folders)
+                or any(p.startswith(target + "/") for p in written)):
+            problems.append(Problem(path, r.line, r.old, f"a redirect from here would write {target!r}, where the "
+                                    "build writes a file of its own (theme assets, search index, exports, the "
+                                    "feed, the sitemap); remove the line", "KB074", r.old))
+    return problems
+
+
+def site_problems(cells, lock: Path | None, redirects_file: Path | None, site_src: Path = SITE_SRC) -> list[Problem]:
+    """The checks of the site as a whole, known from the checked `cells` without rendering (what
+    `kb check` and `kb build` run before the engine): every URL short enough (KB075), and the
+    redirects of `redirects_file` (KB070-KB074) against the URLs locked in `lock`."""
+    from kb.records.catalog import Site
+    from kb.site import export
+
+    site = Site(cells)
+    pages = page_urls(site)
+    exports = export.paths(site)
+    problems = segment_problems(site, pages + exports)
+    if redirects_file is None:
+        return problems
+    locked = read_lock(lock) if lock is not None and lock.is_file() else None
+    moved, found = redirects.read_file(redirects_file, locked)
+    problems += found
+    now = set(published(pages, exports, site_src))
+    written = {f"{url}index.html" for url in pages + hand_written(site_src)} | set(exports) | set(BUILD_FILES)
+    written |= {"triage/patterns.json"} | set(static_files(site_src))
+    return problems + redirect_problems(moved, redirects_file, now, written)
+
+
+def segment_problems(site, urls: list[str]) -> list[Problem]:
+    """KB075: every URL the site would publish (`urls`) has segments of at most
+    MAX_SEGMENT_BYTES bytes, a folder or file name any file system can hold. Each long URL is
+    reported at the value of the record it comes from (a GPU name, an upstream repository, a
+    component, the id), else at the first cell's file."""
+    from kb.records.catalog import facet_url, string_url
+    from kb.records.facets import key, repository, values
+
+    long = sorted(u for u in urls if any(len(s.encode("utf-8")) > redirects.MAX_SEGMENT_BYTES for s in u.split("/")))
+    if not long:
+        return []
+    where: dict[str, tuple] = {}
+    for cell in site.cells:
+        e = cell.entry
+        for loc_url, loc in ([(f"api/v1/cells/{cell.id}.json", ()), (f"osv/{cell.id}.json", ())]
+                             + [(string_url(s.text), ("signatures", i, "text")) for i, s in enumerate(e.signatures)]
+                             + [(facet_url("gpu", k), ("hardware", "gpus", i))
+                                for i, (k, _) in enumerate(values("gpu", e))]
+                             + [(facet_url("component", k), ("components", i, "package"))
+                                for i, (k, _) in enumerate(values("component", e))]):
+            where.setdefault(loc_url, (cell, loc))
+        for i, link in enumerate(e.upstream):
+            where.setdefault(facet_url("upstream", key(repository(link.url))), (cell, ("upstream", i, "url")))
+    problems = []
+    for url in long:
+        base = next((w for u, w in where.items() if url == u or url.startswith(u)), None)
+        cell, loc = base if base is not None else (site.cells[0], ())
+        field = dotted(loc) if loc else "(file name)"
+        problems.append(Problem(cell.path, cell.line_of(loc) if loc else 1, field,
+                                f"this makes the URL {url[:120]!r} with a segment over {redirects.MAX_SEGMENT_BYTES} "
+                                "bytes, more than a folder or file name of the site may be; shorten it", "KB075"))
+    return problems
 
 
 def write_lock(path: Path, locked: list[str], current: list[str]) -> list[str]:
