@@ -84,10 +84,25 @@ def _schema(args) -> int:
 
 
 def _build(args) -> int:
+    from kb.records.visible import visible
     from kb.site import build
+    from kb.site.paths import OutsideSite
 
-    return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url, repo_url=args.repo_url,
-                       in_place=not args.full)
+    try:
+        return build.build(Path(args.site_dir), Path(args.entries), site_url=args.site_url, repo_url=args.repo_url,
+                           in_place=not args.full)
+    except KeyboardInterrupt:
+        # The staging folders are gone (kb.site.build._staging); a whole build had not touched the site,
+        # a rebuild in place replaces each file by one rename.
+        print(f"\nkb build: interrupted; {visible(args.site_dir)} was left as it was (a rebuild in place "
+              "already under way leaves each file whole, old or new; the next build finishes it)", file=sys.stderr)
+        return 130
+    except OutsideSite as exc:
+        print(f"kb build: refusing to write {visible(str(exc))}; nothing outside the site was written", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"kb build: failed: {visible(build.os_error(exc))}", file=sys.stderr)
+        return 1
 
 
 def _serve(args) -> int:

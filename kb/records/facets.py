@@ -8,6 +8,7 @@ into search filters.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from urllib.parse import urlparse
 
@@ -55,9 +56,19 @@ REMEDY_KINDS = ("version-upgrade", "flag", "env-var", "config", "patch")
 RELATED_HOW = ("same-root-number", "look-alike", "same-component", "same-symptom")
 
 
+MAX_KEY_CHARS = 60  # the words of a facet key; a longer key is cut and given a hash, as slugs are
+
+
 def key(value: str) -> str:
-    """URL key of a facet value: lowercase words joined by hyphens."""
-    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "other"
+    """URL key of a facet value: lowercase words joined by hyphens. Values with the same words
+    share a key (one listing); a key longer than MAX_KEY_CHARS is cut there and ends in a hash of
+    the whole key, so a GPU name or repository of any length makes a folder name any file system
+    holds (69 characters at most) and two long keys that share their start stay apart."""
+    words = re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-") or "other"
+    if len(words) <= MAX_KEY_CHARS:
+        return words
+    digest = hashlib.sha256(words.encode("ascii")).hexdigest()[:8]
+    return f"{words[:MAX_KEY_CHARS].rstrip('-')}-{digest}"
 
 
 def package_name(package: str) -> str:

@@ -171,6 +171,12 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
     return 0
 
 
+def os_error(exc: OSError) -> str:
+    """An OSError as one line naming the file: "cannot write '<file>': File name too long"."""
+    name = exc.filename if exc.filename is not None else "a file"
+    return f"cannot write {str(name)[:300]!r}: {exc.strerror or exc}"
+
+
 def _site_refused(config, result: lint.Result) -> bool:
     """The checks of the site as a whole that `kb check` runs (kb.site.urls.site_problems), on the
     lock and redirects of this build's config: True when one failed (each problem said)."""
@@ -203,6 +209,9 @@ def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
             (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     except (MkDocsException, SystemExit) as exc:
         print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
+        return None
+    except OSError as exc:  # a file the engine could not write (a name too long, a full disk)
+        print(f"build failed: {os_error(exc)}; {site_dir} was left as it was", file=sys.stderr)
         return None
     # The pages first, the search index right after: an edited page is on disk before
     # Pagefind has read the whole site again.

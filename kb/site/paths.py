@@ -38,8 +38,8 @@ def inside(root: Path, path: str) -> Path:
             mode = os.lstat(here).st_mode
         except FileNotFoundError:
             break  # nothing below a missing folder exists, so no link either
-        except OSError as exc:
-            raise OutsideSite(f"site path {path!r}: {exc.strerror}") from None
+        # Any other OSError (a name too long, a file where a folder should be) is the writer's to
+        # report, naming the file, as it would be for the write itself.
         if stat.S_ISLNK(mode):
             target = os.path.realpath(os.path.join(base, *parts))
             if not Path(target).is_relative_to(base) or target == base:
