@@ -15,7 +15,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb.site import index, shell
+from kb.site import index, shell, sources
 from kb.site.paths import OutsideSite, inside
 from kb.site.generate import GenerateError
 
@@ -28,7 +28,10 @@ def on_config(config):
     # this build's config, and hands on the site it generated (`kb_layout`).
     extra = config["extra"]
     layout = extra.pop("kb_layout", None)
-    if layout is None:
+    if layout is None:  # mkdocs run directly, not through `kb build` (which checked the same before)
+        refused = sources.problems(Path(config["docs_dir"]), Path(config["config_file_path"]))
+        if refused:
+            raise PluginError("\n".join(p.format() for p in refused))
         try:
             layout = shell.layout(extra, config["site_url"], config["nav"], Path(config["config_file_path"]).parent)
         except GenerateError as exc:

@@ -62,14 +62,18 @@ def _check(args) -> int:
 
 def _site_problems(cells, folders: list[Path]) -> list:
     """`kb.site.urls.site_problems` of the checked cells; with the redirects and URL lock beside
-    the repository's own entries folder (as mkdocs.yml names them) when it is among `folders`."""
+    the repository's own entries folder (as mkdocs.yml names them) when it is among `folders`, and
+    then the files the build reads besides the entries (kb.site.sources, KB076)."""
     from kb.site import urls
+
+    from kb.site import sources
 
     kb_folder = Path(__file__).resolve().parent
     own = any(folder.resolve() == kb_folder / "entries" for folder in folders)
     if not own:
         return urls.site_problems(cells, None, None)
-    return urls.site_problems(cells, urls.OWN_LOCK, urls.OWN_REDIRECTS)
+    return sources.problems(config_file=kb_folder.parent / "mkdocs.yml") + urls.site_problems(
+        cells, urls.OWN_LOCK, urls.OWN_REDIRECTS)
 
 
 def _schema(args) -> int:

@@ -233,6 +233,9 @@ RULES = {rule.code: rule for rule in [
     Rule("KB075", "url-segment-length", "Every URL the site would publish has segments of at most 100 bytes (what every file system can hold as a folder or file name): a GPU name, an upstream repository or a cell id too long for one is shortened.",
          good="hardware: {architectures: [sm_120], gpus: [RTX PRO 6000 Blackwell]}",
          bad="# kb/entries/<an id of 120 characters>.yaml\n# its exports api/v1/cells/<id>.json and osv/<id>.json have a 125-byte segment"),
+    Rule("KB076", "regular-source-file", "What the build reads besides the entries (site_src/, templates/, hooks/, kb/, mkdocs.yml) holds regular files and folders only: a symbolic link, named pipe, device or socket is refused unread, since the engine would copy what a link points at into the site.",
+         good="# site_src/assets/kb.css: a regular file",
+         bad="# site_src/assets/leak.txt: a symbolic link to ../../../home/alice/.ssh/id_ed25519"),
     Rule("KB052", "number-range", "A measured number is 0 or between 1e-9 and 1e15 in size (what a chart can draw), written in a unit that keeps it there.",
          good="measurements:\n  - {quantity: Gap between kernel launches, unit: ns, value: 0.25,\n"
               f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",

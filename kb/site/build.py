@@ -178,13 +178,17 @@ def os_error(exc: OSError) -> str:
 
 
 def _site_refused(config, result: lint.Result) -> bool:
-    """The checks of the site as a whole that `kb check` runs (kb.site.urls.site_problems), on the
-    lock and redirects of this build's config: True when one failed (each problem said)."""
+    """The checks of the site as a whole that `kb check` runs, before the engine reads anything:
+    the files it reads are regular files (kb.site.sources), and kb.site.urls.site_problems on the
+    lock and redirects of this build's config. True when one failed (each problem said)."""
     from kb.site import urls
+
+    from kb.site import sources
 
     extra = config["extra"]
     lock, moved = (Path(extra[key]) if extra.get(key) else None for key in ("kb_url_lock", "kb_redirects"))
-    problems = urls.site_problems(result.cells, lock, moved)
+    problems = sources.problems(Path(config["docs_dir"]), Path(config["config_file_path"]))
+    problems += urls.site_problems(result.cells, lock, moved)
     for problem in problems:
         print(problem.format())
     if problems:

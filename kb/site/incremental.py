@@ -41,6 +41,7 @@ from kb.cache import ROOT, fingerprint, installed_versions
 from kb.site import index
 from kb.site.page import Page
 from kb.site.paths import inside
+from kb.site.sources import read_regular
 from kb.site.shell import Layout, Shell, kind_of
 from kb.site.urls import page_url
 
@@ -65,13 +66,17 @@ def state_path(site_dir: Path) -> Path:
 
 
 def _folder_parts(folder: Path, skip: Path | None = None) -> list[str | bytes]:
+    """The name and bytes of every file under `folder` (but `skip` and __pycache__), read
+    without following a link (kb.site.sources.SourceError: `kb build` refused such files before)."""
     parts: list[str | bytes] = []
     if not folder.is_dir():
         return [str(folder), "absent"]
     for path in sorted(folder.rglob("*")):
-        if "__pycache__" in path.parts or not path.is_file() or (skip is not None and path.is_relative_to(skip)):
+        if "__pycache__" in path.parts or (skip is not None and path.is_relative_to(skip)):
             continue
-        parts += [str(path.relative_to(folder)), path.read_bytes()]
+        if path.is_dir() and not path.is_symlink():
+            continue
+        parts += [str(path.relative_to(folder)), read_regular(path)]
     return parts
 
 
@@ -79,7 +84,7 @@ def inputs(config_file: Path, docs_dir: Path, options: dict[str, str]) -> str:
     """The fingerprint of all a site depends on except its entries (see the module's doc)."""
     extra = options.get("kb_entries")
     entries = Path(extra).resolve() if extra else None
-    parts: list[str | bytes] = ["config", config_file.read_bytes()]
+    parts: list[str | bytes] = ["config", read_regular(config_file)]
     for folder in (ROOT / "kb", ROOT / "hooks", ROOT / "templates", docs_dir):
         parts += ["folder", str(folder), *_folder_parts(folder, entries)]
     for key in ("kb_url_lock", "kb_redirects"):
