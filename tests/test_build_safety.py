@@ -19,6 +19,7 @@ from kb.cli import main
 from kb.site import build
 
 ENTRIES = FIXTURES / "good"
+LEFT = {".site.lock", ".site.kb-state.json", ".site.kb-work"}  # what a build leaves beside ./site
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def site(tmp_path_factory) -> Path:
 
 
 def _siblings(target: Path) -> set[str]:
-    """What a build would leave beside `target`: `.<name>.lock`, staging and old-site folders."""
+    """What a build would leave beside `target`: `.<name>.lock`, its state and its work folder."""
     resolved = target.resolve()
     return {p for p in os.listdir(resolved.parent) if p.startswith(f".{resolved.name}.")}
 
@@ -117,7 +118,7 @@ def test_an_empty_folder_becomes_a_site_with_the_marker(site):
     assert (site / build.MARKER).read_text(encoding="utf-8") == build.MARKER_TEXT
     assert "kb-site" not in (site / "sitemap.xml").read_text(encoding="utf-8")
     assert oct(site.stat().st_mode & 0o777) == oct(0o755)
-    assert _siblings(site) == {".site.lock", ".site.kb-state.json"}
+    assert _siblings(site) == LEFT
 
 
 def _files(site):
@@ -174,17 +175,24 @@ def test_readers_always_find_the_site_during_rebuilds(site, tmp_path, capsys):
     assert checks > 1000
     assert capsys.readouterr().out.count(f"pages into {site} and searched") == 3
     assert (site / build.MARKER).is_file()
-    assert _siblings(site) == {".site.lock", ".site.kb-state.json"}
+    assert _siblings(site) == LEFT
 
 
 def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, capsys):
+    from kb.site.paths import work_folder
+
     target = tmp_path / "site"
-    stale = [tmp_path / ".site.building-k1ll3d", tmp_path / ".site.old-4242"]
+    work = work_folder(target)
+    stale = [work / "building-k1ll3d", work / "index-4242", work / "farm-x"]
     for folder in stale:
         (folder / "assets").mkdir(parents=True)
         (folder / "assets" / "x.css").write_text("stale")
-    foreign = tmp_path / ".other.building-keep"
-    foreign.mkdir()
+    # Folders of the user's beside the site, whatever their names (attack review L8): never touched.
+    foreign = [tmp_path / ".other.building-keep", tmp_path / ".site.old-backup-2025", tmp_path / ".site.building-mine",
+               tmp_path / ".site.index-notes", tmp_path / ".site.farm-photos"]
+    for folder in foreign:
+        folder.mkdir()
+        (folder / "my only backup").write_text("keep me")
 
     # A build holding the lock: the new one must wait and must not touch its staging folders.
     fd = os.open(tmp_path / ".site.lock", os.O_RDWR | os.O_CREAT)
@@ -210,8 +218,21 @@ def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, cap
     assert codes == [0]
     assert (target / "index.html").is_file()
     assert not any(folder.exists() for folder in stale)
-    assert foreign.is_dir()
-    assert _siblings(target) == {".site.lock", ".site.kb-state.json"}
+    assert all((folder / "my only backup").read_text() == "keep me" for folder in foreign)
+    assert _siblings(target) == LEFT | {p.name for p in foreign if p.name.startswith(".site.")}
+    assert sorted(p.name for p in work.iterdir()) == [".kb-work"]
+
+
+def test_a_folder_named_like_the_work_folder_that_kb_did_not_make_is_left_alone(tmp_path, capsys):
+    target = tmp_path / "site"
+    mine = tmp_path / ".site.kb-work"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    assert main(["build", "--preview", "-d", str(target), "--entries", str(ENTRIES)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert f"cannot write {str(mine)!r}: it exists and kb build did not make it" in err
+    assert (mine / "notes.txt").read_text() == "mine" and sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
 
 
 def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeypatch):
@@ -248,4 +269,4 @@ def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeyp
     assert main(["build", "--preview", "-d", str(site), "--entries", str(entries)]) == 1
     assert any("Renamed again " in p.read_text(encoding="utf-8") for p in site.glob("e/*/index.html"))
     assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == before
-    assert _siblings(site) == {".site.lock", ".site.kb-state.json"}
+    assert _siblings(site) == LEFT

@@ -8,12 +8,13 @@ When an earlier build of the target left its state (`kb.site.incremental`) and o
 the files whose content changed are rewritten in place (one rename each) without running the
 engine; otherwise the site is built whole.
 
-A whole site is built into a staging folder beside the target and moved in only when every stage
-succeeded, so a failed build never leaves a half-written or emptied site. Only files whose bytes
+A whole site is built into a staging folder (in `.<name>.kb-work/` beside the target, the one
+folder kb keeps them in) and moved in only when every stage succeeded, so a failed build never leaves a half-written or emptied site. Only files whose bytes
 changed are moved, each with one rename over the old file: a reader never finds the site or a
 page missing, and a rebuild with nothing changed touches no file. A lock
 file beside the target (`.<name>.lock`) lets one build of a target run at a time; a second one
-waits for it. Holding the lock, a build removes the staging folders that killed builds left.
+waits for it. Holding the lock, a build removes the staging folders that killed builds left in
+the work folder, and nothing else beside the target.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from kb.records import lint
 from kb.site import incremental, index, shell
 from kb.site.generate import GenerateError
-from kb.site.paths import inside
+from kb.site.paths import clear_work, inside, work_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = ".kb-site"
@@ -266,9 +267,9 @@ def _config(config_file: Path, entries: Path, site_url: str | None, lock: Path |
 
 @contextlib.contextmanager
 def _staging(site_dir: Path, kind: str):
-    """A new folder beside the site (`.<name>.<kind>-*`: one a killed build leaves is removed by
-    the next), removed again when the block fails."""
-    folder = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.{kind}-", dir=site_dir.parent))
+    """A new folder in the site's work folder (`.<name>.kb-work/<kind>-*`: one a killed build leaves
+    is removed by the next), removed again when the block fails."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=work_folder(site_dir)))
     folder.chmod(0o755)  # mkdtemp makes it 0700: a web server running as another user could not read it
     try:
         yield folder
@@ -314,18 +315,16 @@ def _exclusive(site_dir: Path):
 
 
 def _remove_leftovers(site_dir: Path) -> None:
-    """Deletes the staging and old-site folders, and the half-written state, of builds that were
-    killed before cleaning up (a page half-written inside the site makes the next build a full
+    """Deletes the staging folders of builds that were killed before cleaning up, all inside the
+    site's work folder (kb.site.paths.work_folder, which kb made), and the half-written state
+    files (`..<name>.kb-state.json.kb-new.*`, regular files). Nothing else beside the site is
+    touched, whatever its name (a page half-written inside the site makes the next build a full
     one, which removes it)."""
-    prefixes = (f".{site_dir.name}.building-", f".{site_dir.name}.old-", f".{site_dir.name}.index-",
-                f".{site_dir.name}.farm-",
-                f".{incremental.state_path(site_dir).name}.kb-new.")
+    clear_work(site_dir)
+    prefix = f".{incremental.state_path(site_dir).name}.kb-new."
     for path in site_dir.parent.iterdir():
-        if path.name.startswith(prefixes):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+        if path.name.startswith(prefix) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
 
 
 def _swap_in(staging: Path, site_dir: Path, keep: str | None = None) -> None:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb.site.paths import inside
+from kb.site.paths import inside, work_folder
 from kb.site.search import shard_of
 
 SHARD_PAGES = 2000  # pages per Pagefind index, at most about (its memory and time grow faster than linearly)
@@ -130,7 +130,7 @@ def _listed(index: Path) -> list[str] | None:
 def _pagefind(site_dir: Path, urls: list[str], output: Path, cancelled=None) -> int:
     """One Pagefind index of the pages `urls` of `site_dir`, written into `output`: the number
     of pages Pagefind says it indexed."""
-    farm = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.farm-", dir=site_dir.parent))
+    farm = Path(tempfile.mkdtemp(prefix="farm-", dir=work_folder(site_dir)))
     try:
         for url in urls:
             _link(inside(site_dir, f"{url}index.html"), inside(farm, f"{url}index.html"))

@@ -10,7 +10,9 @@ the search index's farm and shards all ask it.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -63,3 +65,44 @@ def _resolved(root: Path) -> str:
     if known is None or known[:2] != (info.st_dev, info.st_ino):
         known = _ROOTS[key] = (info.st_dev, info.st_ino, os.path.realpath(key))
     return known[2]
+
+
+# The one folder beside a site where kb builds keep their staging folders (the next site, the
+# next search index, the index's farm of links): `.<name>.kb-work/`, made with a marker file.
+# A build removes what killed builds left in it, and never anything else beside the site.
+WORK_MARKER = ".kb-work"
+WORK_TEXT = "Made by kb build for its staging folders; kb removes what is left in it. Keep nothing here.\n"
+
+
+def work_folder(site_dir: Path) -> Path:
+    """`.<name>.kb-work/` beside `site_dir`, made (with its marker) when missing. OSError when
+    something of that name exists that kb did not make (no marker, or a link): it is left alone."""
+    folder = site_dir.with_name(f".{site_dir.name}.kb-work")
+    try:
+        folder.mkdir(mode=0o755)
+    except FileExistsError:
+        if not _ours(folder):
+            raise OSError(errno.EEXIST, f"it exists and kb build did not make it (no {WORK_MARKER} marker); "
+                          "move it away, kb keeps its staging folders there", str(folder)) from None
+        return folder
+    (folder / WORK_MARKER).write_text(WORK_TEXT, encoding="utf-8")
+    return folder
+
+
+def clear_work(site_dir: Path) -> None:
+    """Deletes what killed builds of `site_dir` left in its work folder (only a folder kb made)."""
+    folder = site_dir.with_name(f".{site_dir.name}.kb-work")
+    if not _ours(folder):
+        return
+    for path in folder.iterdir():
+        if path.name == WORK_MARKER:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _ours(folder: Path) -> bool:
+    marker = folder / WORK_MARKER
+    return (folder.is_dir() and not folder.is_symlink() and marker.is_file() and not marker.is_symlink())
