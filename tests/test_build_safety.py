@@ -270,3 +270,34 @@ def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeyp
     assert any("Renamed again " in p.read_text(encoding="utf-8") for p in site.glob("e/*/index.html"))
     assert {p.relative_to(site): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()} == before
     assert _siblings(site) == LEFT
+
+
+INTERRUPTED = """
+import os, signal, sys, time
+import mkdocs.commands.build as engine
+
+def interrupted(config, **kwargs):  # Ctrl-C while the engine writes the staged site
+    os.makedirs(os.path.join(config["site_dir"], "e"), exist_ok=True)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(10)
+
+engine.build = interrupted
+from kb.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_during_a_build_is_one_line_and_leaves_the_site(tmp_path):
+    """SIGINT (attack review I3): no KeyboardInterrupt traceback, the site as it was, no staging left."""
+    target = tmp_path / "site"
+    args = ["build", "--preview", "-d", str(target), "--entries", str(ENTRIES)]
+    assert main(args) == 0
+    before = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED, *args, "--full"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"kb build: interrupted; {target} was left as it was")
+    assert done.stderr.count("interrupted") == 1
+    assert {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in (tmp_path / ".site.kb-work").iterdir()) == [".kb-work"]
