@@ -8,17 +8,23 @@ only the keys it used, so a file holds one run's worth; each entries folder has 
 (`for_folders`), and only folders inside this checkout are cached (a temporary folder of a test or
 a benchmark would only leave files behind).
 
-The files are pickles, so the cache is only as trusted as this checkout's own writes: when any
-file under `.cache/` is tracked by git (a pull request that commits one), the cache is not read
-or written at all, and the run says so. Writes go through a temporary file and one rename.
+The files are pickles, so a file is unpickled only when it proves that this user's kb wrote it:
+each file carries an HMAC-SHA256 of its bytes under a key kept outside every checkout
+(`$XDG_CONFIG_HOME/kb/cache-key`, default `~/.config/kb/cache-key`, mode 0600, made on first use),
+so nothing a pull request, a shared folder or another user can plant is ever loaded. The cache is
+also off, and the run says so, when git tracks anything under `.cache/` (a commit that holds a
+file, or `.cache` itself as a link, wherever it points), or when a folder on the way to the file is
+a symbolic link or belongs to another user. Writes go through a temporary file and one rename.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import pickle
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -76,9 +82,71 @@ def installed_versions() -> dict[str, str]:
     return found
 
 
+MAGIC = b"kb-cache-1\n"
+KEY_BYTES = 32
+
+
+def key_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "kb" / "cache-key"
+
+
+def _secret() -> bytes | None:
+    """This user's cache key, made on first use; None when it cannot be had safely (then the
+    cache is off): the file must be a regular file of this user's, readable by nobody else, not
+    reached through a link."""
+    path = key_file()
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as stream:
+                stream.write(os.urandom(KEY_BYTES))
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid()
+                    or info.st_mode & 0o077 or info.st_size != KEY_BYTES):
+                return None
+            return stream.read(KEY_BYTES)
+    except OSError:
+        return None
+
+
+def unsafe_folder(folder: Path, root: Path = ROOT) -> str | None:
+    """Why `folder` must not hold a cache (or a preview kb writes), or None: a component from
+    `root` down (or the folder and its parent, outside `root`) that is a symbolic link or another
+    user's."""
+    folder = Path(os.path.abspath(folder))
+    root = Path(os.path.abspath(root))
+    if folder.is_relative_to(root):
+        parts = folder.relative_to(root).parts
+        chain = [root.joinpath(*parts[: n + 1]) for n in range(len(parts))]
+    else:
+        chain = [folder.parent, folder]
+    for path in chain:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            break
+        except OSError as error:
+            return f"{path} cannot be read ({error.strerror})"
+        if stat.S_ISLNK(info.st_mode):
+            return f"{path} is a symbolic link"
+        if info.st_uid != os.geteuid():
+            return f"{path} belongs to another user"
+    return None
+
+
 def _tracked(folder: Path, root: Path) -> bool:
-    """True when git tracks a file under `.cache/` (or cannot say whether it does)."""
-    if not (root / ".git").exists() or not folder.resolve().is_relative_to(root.resolve()):
+    """True when git tracks a file under `.cache/` (or `.cache` itself, as a link) or cannot say
+    whether it does. Asked whatever the folder resolves to: a committed link pointing outside the
+    checkout is tracked too."""
+    if not (root / ".git").exists() or not Path(os.path.abspath(folder)).is_relative_to(os.path.abspath(root)):
         return False  # not in a git checkout: no commit can have written it
     try:
         done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", str(folder.parent)],
@@ -125,19 +193,47 @@ class Cache:
     def __init__(self, namespace: str, folder: Path | None = None, root: Path = ROOT):
         folder = folder if folder is not None else FOLDER
         self.path = folder / f"{namespace}.pickle"
-        self.enabled = not _tracked(folder, root)
-        if not self.enabled:
-            print(f"kb: not using {folder}: git tracks files under it (a cache must never come from a commit)",
-                  file=sys.stderr)
         self._old: dict[str, object] = {}
         self._new: dict[str, object] = {}
-        if self.enabled and self.path.is_file():
-            try:
-                with open(self.path, "rb") as stream:
-                    loaded = pickle.load(stream)
-                self._old = loaded if isinstance(loaded, dict) else {}
-            except Exception:  # a torn or foreign file is a cold cache, never an error
-                self._old = {}
+        why = None
+        if _tracked(folder, root):
+            why = "git tracks files under it (a cache must never come from a commit)"
+        else:
+            why = unsafe_folder(folder, root)
+        self._secret = None if why else _secret()
+        if why is None and self._secret is None:
+            why = f"no private cache key could be made at {key_file()}"
+        self.enabled = why is None
+        if not self.enabled:
+            print(f"kb: not using {folder}: {why}", file=sys.stderr)
+            return
+        loaded = self._load()
+        self._old = loaded if isinstance(loaded, dict) else {}
+
+    def _seal(self, payload: bytes) -> bytes:
+        return MAGIC + hmac.new(self._secret, payload, hashlib.sha256).digest() + payload
+
+    def _load(self):
+        """The pickled mapping, only when its HMAC proves this user's kb wrote it; else None (a
+        missing, torn or foreign file is a cold cache, never an error, and is never unpickled)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                return None
+            data = stream.read()
+        head = len(MAGIC) + hashlib.sha256().digest_size
+        if not data.startswith(MAGIC) or len(data) < head:
+            return None
+        payload = data[head:]
+        if not hmac.compare_digest(data[len(MAGIC):head], hmac.new(self._secret, payload, hashlib.sha256).digest()):
+            return None
+        try:
+            return pickle.loads(payload)
+        except Exception:
+            return None
 
     def get(self, key: str):
         if key in self._new:
@@ -169,7 +265,7 @@ class Cache:
         fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as stream:
-                pickle.dump(kept, stream, protocol=pickle.HIGHEST_PROTOCOL)
+                stream.write(self._seal(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)))
             os.replace(temporary, self.path)
         except BaseException:
             os.unlink(temporary)

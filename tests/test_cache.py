@@ -98,10 +98,80 @@ def test_a_cache_committed_to_git_is_never_read(tmp_path, capsys, monkeypatch):
     assert not store.enabled and store.get("k") is None
     assert not MARKER.exists()
     assert "git tracks files under it" in capsys.readouterr().err
-    # the same file, untracked, is this checkout's own cache and is read
+    # untracked, this checkout's own cache is read: what this user's kb wrote, sealed with its key
     subprocess.run(git + ["rm", "-q", "--cached", "-r", ".cache"], check=True)
-    (folder / "check.pickle").write_bytes(pickle.dumps({"k": ([], None, {})}))
+    own = cache_mod.Cache("check", folder, root=repo)
+    own.put("k", ([], None, {}))
+    own.save()
     assert cache_mod.Cache("check", folder, root=repo).get("k") == ([], None, {})
+
+
+PLANTED = FIXTURES / "hostile" / "cache" / "check.pickle"
+
+
+@pytest.fixture
+def own_key(tmp_path, monkeypatch):
+    """A key folder of this test's own (the user's real key stays untouched)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)  # where the planted pickle would write its file
+    return tmp_path / "config" / "kb" / "cache-key"
+
+
+def _git_repo(repo):
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    return git
+
+
+def test_a_planted_pickle_is_never_unpickled(tmp_path, own_key):
+    """A pickle nobody's kb sealed (a shared folder, a download, a pull request) is a cold cache,
+    never loaded (attack review M3); the key is this user's alone."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    shutil.copy(PLANTED, folder / "check.pickle")
+    store = cache_mod.Cache("check", folder)
+    assert store.enabled and store.get("k") is None
+    assert not (tmp_path / "pickle-ran").exists()
+    assert own_key.stat().st_mode & 0o777 == 0o600
+    # sealed with another key (another user's, or one a checkout planted) is no better
+    store.put("k", 1)
+    store.save()
+    own_key.write_bytes(b"x" * cache_mod.KEY_BYTES)
+    assert cache_mod.Cache("check", folder).get("k") is None
+
+
+def test_a_key_file_others_can_read_or_a_linked_one_turns_the_cache_off(tmp_path, own_key, capsys):
+    cache_mod.Cache("check", tmp_path / "cache")  # makes the key
+    own_key.chmod(0o644)
+    assert not cache_mod.Cache("check", tmp_path / "cache").enabled
+    own_key.unlink()
+    (tmp_path / "planted-key").write_bytes(b"k" * cache_mod.KEY_BYTES)
+    own_key.symlink_to(tmp_path / "planted-key")
+    assert not cache_mod.Cache("check", tmp_path / "cache").enabled
+    assert "no private cache key" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_cache_folder_that_is_a_link_is_never_read(tmp_path, own_key, capsys, committed):
+    """`.cache` as a symbolic link (committed by a pull request, or planted) to a folder outside the
+    checkout holding a pickle: the cache is off and nothing is unpickled, whatever the link
+    resolves to; kb serve refuses to build its preview there."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = _git_repo(repo)
+    outside = tmp_path / "outside"
+    (outside / "kb").mkdir(parents=True)
+    shutil.copy(PLANTED, outside / "kb" / "check.pickle")
+    (repo / ".cache").symlink_to(outside)
+    if committed:
+        subprocess.run(git + ["add", "-f", ".cache"], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", "PR: .cache link"], check=True)
+    store = cache_mod.Cache("check", repo / ".cache" / "kb", root=repo)
+    assert not store.enabled and store.get("k") is None
+    assert not (tmp_path / "pickle-ran").exists()
+    why = "git tracks files under it" if committed else "is a symbolic link"
+    assert why in capsys.readouterr().err
+    assert cache_mod.unsafe_folder(repo / ".cache" / "serve" / "site", repo) == f"{repo / '.cache'} is a symbolic link"
 
 
 def test_the_live_checkout_has_no_tracked_cache():

@@ -4,6 +4,7 @@ files are served as the built site has them."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -123,3 +124,92 @@ def test_the_code_watch_leaves_out_the_entries_folder(tmp_path):
     (tmp_path / "kb" / "__pycache__" / "build.cpython-311.pyc").write_bytes(b"\0")
     assert set(_signature([tmp_path / "kb"], tmp_path / "kb" / "entries")) == {str(tmp_path / "kb" / "build.py")}
     assert set(_signature([tmp_path / "kb" / "entries"])) == {str(tmp_path / "kb" / "entries" / "cell.yaml")}
+
+
+@pytest.fixture
+def preview(tmp_path):
+    """The preview's request handler on a small site, as kb serve runs it (no build needed)."""
+    import http.server
+    import threading
+
+    from kb.site import serve as serve_mod
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<html><body>home</body></html>", encoding="utf-8")
+    (site / "404.html").write_text("<html><body>missing</body></html>", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("PRIVATE KEY", encoding="utf-8")
+    (site / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", port), serve_mod._handler(site, serve_mod.Changes(), serve_mod.allowed_hosts("127.0.0.1", port)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield port
+    server.shutdown()
+    server.server_close()
+
+
+def _ask(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        connection.putheader("Host", f"127.0.0.1:{port}" if host is None else host)
+        connection.endheaders()
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+def test_the_preview_answers_only_its_own_host_names(preview):
+    """DNS rebinding (attack review L1): a page of another site whose name now points at
+    127.0.0.1 sends its own Host, and gets 421, not the preview."""
+    assert _ask(preview, "/")[0] == 200
+    assert _ask(preview, "/", f"localhost:{preview}")[0] == 200
+    assert _ask(preview, "/", f"[::1]:{preview}")[0] == 200
+    for host in (f"rebind.attacker.example:{preview}", "127.0.0.1", f"127.0.0.1:{preview + 1}", ""):
+        status, body = _ask(preview, "/", host)
+        assert status == 421 and b"home" not in body, host
+
+
+def test_malformed_requests_get_400_and_links_out_of_the_site_404(preview):
+    assert _ask(preview, "/index.html%00")[0] == 400
+    assert _ask(preview, "/%ff%fe/")[0] in (400, 404)
+    status, body = _ask(preview, "/leak.txt")
+    assert status == 404 and b"PRIVATE" not in body
+    assert _ask(preview, "/")[0] == 200  # the server still answers
+
+
+def test_reload_requests_beyond_the_cap_are_answered_at_once(tmp_path, monkeypatch):
+    """Each waiting reload request holds a thread; past MAX_WAITING of them a request is answered
+    at once with the current version instead of being held (attack review L1)."""
+    import http.server
+    import threading
+
+    from kb.site import serve as serve_mod
+
+    monkeypatch.setattr(serve_mod, "MAX_WAITING", 1)
+    changes = serve_mod.Changes()
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", port), serve_mod._handler(tmp_path, changes, serve_mod.allowed_hosts("127.0.0.1", port)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        first = threading.Thread(target=_ask, args=(port, f"/__kb/reload?since={changes.version}"), daemon=True)
+        first.start()
+        time.sleep(0.5)
+        assert first.is_alive()  # held: nothing changed
+        started = time.monotonic()
+        status, body = _ask(port, f"/__kb/reload?since={changes.version}")
+        assert status == 200 and json.loads(body) == {"version": changes.version}
+        assert time.monotonic() - started < 5  # not held for WAIT_SECONDS
+        changes.bump()
+        first.join(timeout=10)
+        assert not first.is_alive()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -452,8 +452,11 @@ def _parse_all(jobs: list[tuple[Path, str, bytes]]) -> list:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from kb.records.workers import die_with_parent
+
     # forkserver: a process forked from a clean server, never from this one (which may run threads).
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
+                             initializer=die_with_parent) as pool:
         return list(pool.map(_parse_and_validate, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
 
 

@@ -435,6 +435,9 @@ class EtagCache:
         self.path = path
         self.old: dict[str, dict] = {}
         self.new: dict[str, dict] = {}
+        if path is not None and (why := cache.unsafe_folder(path.parent)):
+            print(f"kb refresh: not using the ETag cache {path}: {why}", file=sys.stderr)
+            path = self.path = None
         if path is None:
             return
         try:

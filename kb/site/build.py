@@ -20,6 +20,7 @@ the work folder, and nothing else beside the target.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -102,7 +103,12 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
 
     site_dir = site_dir.resolve()
     site_dir.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(site_dir):
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(_exclusive(site_dir))
+        except LockTimeout as why:
+            print(f"kb build: {why}", file=sys.stderr)
+            return 1
         _remove_leftovers(site_dir)
         try:
             with _mkdocs_log():
@@ -295,23 +301,63 @@ def _mkdocs_log():
 
 @contextlib.contextmanager
 def _exclusive(site_dir: Path):
-    """Holds an exclusive lock on `.<name>.lock` beside the site; a second build of it waits here.
+    """Holds an exclusive lock on `.<name>.lock` beside the site; a second build of it waits here,
+    naming the holder, for at most LOCK_WAIT_SECONDS (`KB_LOCK_WAIT` seconds when set), then gives up.
 
-    The lock file stays (removing it would let a waiting build and a new one lock different files);
-    it is outside the site, so it is never published.
+    A POSIX record lock (`lockf`): it belongs to this process alone, so workers forked while it is
+    held never inherit it, and it ends with the process however it dies. The holder writes its pid
+    into the file. The lock file stays (removing it would let a waiting build and a new one lock
+    different files); it is outside the site, so it is never published.
     """
     lock = site_dir.with_name(f".{site_dir.name}.lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"kb build: another kb build into {site_dir} is running (it holds {lock}); waiting for it",
-                  file=sys.stderr)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        limit = _lock_wait()
+        deadline = time.monotonic() + limit
+        told = False
+        while True:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            holder = _holder(fd)
+            if time.monotonic() >= deadline:
+                raise LockTimeout(f"another kb build into {site_dir} (pid {holder}) still holds {lock} after "
+                                  f"{limit:g} s; stop it (kill {holder}) or wait for it, then build again")
+            if not told:
+                print(f"kb build: another kb build into {site_dir} (pid {holder}) is running (it holds {lock}); "
+                      f"waiting for it, at most {limit:g} s", file=sys.stderr)
+                told = True
+            time.sleep(LOCK_POLL_SECONDS)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock, also when the process is killed
+
+
+LOCK_WAIT_SECONDS = 600.0
+LOCK_POLL_SECONDS = 0.2
+
+
+class LockTimeout(Exception):
+    """Another build held the site's lock for longer than a build waits."""
+
+
+def _lock_wait() -> float:
+    try:
+        value = float(os.environ.get("KB_LOCK_WAIT", LOCK_WAIT_SECONDS))
+    except ValueError:
+        return LOCK_WAIT_SECONDS
+    return value if value >= 0 else LOCK_WAIT_SECONDS
+
+
+def _holder(fd: int) -> str:
+    """The pid the lock's holder wrote into the lock file ('unknown' before it has)."""
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return text if text.isdigit() else "unknown"
 
 
 def _remove_leftovers(site_dir: Path) -> None:

@@ -204,12 +204,15 @@ class Renderer:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        from kb.records.workers import die_with_parent
+
         size = max(1, len(jobs) // (workers * 8))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
         _FORKED.append(self)
         gc.freeze()  # the catalog out of the collector's reach: the workers' collections copy no page of it
         try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
                 made = [page for pages in pool.map(_render_part, chunks) for page in pages]
         finally:
             gc.unfreeze()

@@ -28,6 +28,7 @@ from kb.site import build
 ROOT = Path(__file__).resolve().parents[2]
 POLL_SECONDS = 0.2  # how often the watched files are looked at
 WAIT_SECONDS = 25  # a reload request is answered at the latest after this long
+MAX_WAITING = 32  # reload requests held at once; more are answered at once (a thread each)
 RELOAD_JS = """(function () {
   var version = document.currentScript.dataset.version;
   function wait() {
@@ -59,7 +60,19 @@ class Changes:
             return self.version
 
 
-def _handler(site: Path, changes: Changes):
+def allowed_hosts(host: str, port: int) -> set[str]:
+    """The Host headers the preview answers: its loopback names and the address it is bound to,
+    with the port (and without it on port 80). Any other name is a page of another site that
+    made its own name point here (DNS rebinding) to read the preview."""
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    hosts = {f"{name}:{port}" for name in names}
+    return hosts | names if port == 80 else hosts
+
+
+def _handler(site: Path, changes: Changes, hosts: set[str]):
+    root = os.path.realpath(site)
+    waiting = threading.BoundedSemaphore(MAX_WAITING)
+
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, directory=str(site), **kwargs)
@@ -67,14 +80,49 @@ def _handler(site: Path, changes: Changes):
         def log_message(self, format, *args):  # noqa: A002 (the base class's name)
             pass  # one line per request would bury the build's output
 
+        def do_HEAD(self):
+            if self._refused():
+                return None
+            return super().do_HEAD()
+
         def do_GET(self):
+            if self._refused():
+                return None
+            try:
+                return self._get()
+            except (ValueError, UnicodeError):  # a NUL byte or a broken escape in the path
+                return self._send(400, "text/plain; charset=utf-8", "bad request\n")
+
+        def _refused(self) -> bool:
+            """Answer 421 to a Host that is not this preview's, 404 to a path whose real file lies
+            outside the site (a link inside it); True when answered."""
+            if (self.headers.get("Host") or "").lower() not in hosts:
+                self._send(421, "text/plain; charset=utf-8", "kb serve answers only http://127.0.0.1 and localhost\n")
+                return True
+            try:
+                real = os.path.realpath(self.translate_path(self.path))
+            except (ValueError, UnicodeError):  # a NUL byte or a broken escape in the path
+                self._send(400, "text/plain; charset=utf-8", "bad request\n")
+                return True
+            if real != root and not real.startswith(root + os.sep):
+                self._send(404, "text/plain; charset=utf-8", "not found\n")
+                return True
+            return False
+
+        def _get(self):
             parts = urlsplit(self.path)
             if parts.path == "/__kb/reload":
                 try:
                     since = int(parse_qs(parts.query).get("since", ["0"])[0])
                 except ValueError:
                     since = 0
-                return self._send(200, "application/json", json.dumps({"version": changes.wait(since, WAIT_SECONDS)}))
+                if not waiting.acquire(blocking=False):
+                    return self._send(200, "application/json", json.dumps({"version": changes.version}))
+                try:
+                    version = changes.wait(since, WAIT_SECONDS)
+                finally:
+                    waiting.release()
+                return self._send(200, "application/json", json.dumps({"version": version}))
             if parts.path == "/__kb/reload.js":
                 return self._send(200, "text/javascript", RELOAD_JS)
             page = self._page(unquote(parts.path))
@@ -137,6 +185,12 @@ def _signature(paths: list[Path], skip: Path | None = None) -> dict[str, tuple[i
 
 
 def serve(entries: Path, site: Path, host: str, port: int, config_file: Path = ROOT / "mkdocs.yml") -> int:
+    from kb.cache import unsafe_folder
+
+    if Path(os.path.abspath(site)).is_relative_to(ROOT) and (why := unsafe_folder(site)):
+        print(f"kb serve: not building into {site}: {why} (a link committed in place of .cache would send the "
+              "preview, and what it serves, elsewhere); remove it or give -d another folder", file=sys.stderr)
+        return 2
     changes = Changes()
     code = [ROOT / "kb", ROOT / "hooks", ROOT / "templates", ROOT / "site_src", config_file]
     code_seen = _signature(code, entries)
@@ -144,7 +198,7 @@ def serve(entries: Path, site: Path, host: str, port: int, config_file: Path = R
     if build.build(site, entries, config_file, on_pages=changes.bump) != 0 and not (site / "index.html").is_file():
         print("kb serve: the first build failed; fix the problems above and run it again", file=sys.stderr)
         return 1
-    server = http.server.ThreadingHTTPServer((host, port), _handler(site, changes))
+    server = http.server.ThreadingHTTPServer((host, port), _handler(site, changes, allowed_hosts(host, port)))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"kb serve: serving {site} on http://{host}:{port}/ (Ctrl+C stops it); watching {entries} and the code")
