@@ -110,7 +110,7 @@ def _match(args) -> int:
 
     from kb.records.visible import visible
     from kb.triage import evidence, match
-    from kb.triage.request import new_cell
+    from kb.triage.request import from_stream
 
     rule_list, problems = match.load_rules(Path(args.entries))
     if problems:
@@ -136,8 +136,7 @@ def _match(args) -> int:
                 hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
             if not hits and not args.json:
                 log.seek(0)
-                lines = (raw.decode("utf-8", "replace") for raw in log)
-                request = new_cell(lines)
+                request = from_stream(log)  # bounded lines: a huge line is never read whole
     except OSError as exc:
         print(f"kb match: cannot read {visible(args.file)}: {exc.strerror or exc}", file=sys.stderr)
         return 2

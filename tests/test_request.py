@@ -124,3 +124,48 @@ def test_a_heading_typed_into_the_request_does_not_move_text_between_fields(smal
     assert fields["error-lines"] == ["RuntimeError: the first real failure\n  ### Environment found in the log\nmore"]
     assert fields["environment"] == ["- GPU: not found in the log"]
     assert fields["title"] == ["New cell: RuntimeError: the first real failure"]
+
+
+# --- the second pass of kb match reads bounded lines (L7) -------------------------------------
+
+def test_bounded_lines_cut_long_lines_and_keep_the_next():
+    import io
+
+    limit = request.MAX_LINE_CHARS * 4
+    stream = io.BytesIO(b"a" * (limit * 3 + 5) + b"\nRuntimeError: next\n" + b"b" * limit + b"\n" + b"c" * (limit + 1))
+    lines = list(request.bounded_lines(stream))
+    assert lines == ["a" * limit, "RuntimeError: next\n", "b" * limit + "\n", "c" * limit]
+
+
+def test_kb_match_new_cell_pass_holds_no_whole_huge_line(tmp_path, capsys):
+    """A 50 MB log of one line and an error line: the request is made (the error line after the huge
+    one is in it) while the largest Python allocation stays far below the line's size."""
+    import tracemalloc
+
+    from kb import cli
+
+    log = tmp_path / "one-line.log"
+    with open(log, "wb") as out:
+        for _ in range(50):
+            out.write(b"x" * (1 << 20))
+        out.write(b"\nRuntimeError: something nobody has seen before\n")
+    tracemalloc.start()
+    try:
+        code = cli.main(["match", str(log)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    out, _ = capsys.readouterr()
+    assert code == 1 and "RuntimeError: something nobody has seen before" in out
+    # The first pass reads in chunks of its own (about 25 MB at most here); the line whole would be
+    # 50 MB as bytes and again as str (the code before this test: 158 MB).
+    assert peak < 40 << 20, f"peak {peak:,} bytes for a 50 MiB line"
+    with open(log, "rb") as stream:
+        tracemalloc.start()
+        try:
+            made = request.from_stream(stream)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert "RuntimeError: something nobody has seen before" in made.text
+    assert peak < 1 << 20, f"the new-cell pass alone: peak {peak:,} bytes"

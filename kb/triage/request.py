@@ -17,9 +17,10 @@ write the same request from the same log.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import BinaryIO
 
 from kb.records.normalise import RULES as NORMALISE
 
@@ -162,6 +163,23 @@ def new_cell(log: str | Iterable[str]) -> Request:
            "### What you were running", "", "(command line, model, flags)", ""]
     title = next((line for line, names in lines.items() if names), UNTITLED)
     return Request("New cell: " + title[:200], "\n".join(out))
+
+
+def bounded_lines(stream: BinaryIO, limit: int = MAX_LINE_CHARS * 4) -> Iterator[str]:
+    """The lines of a binary stream, decoded, each cut to its first `limit` bytes (`new_cell` reads
+    no more of a line): a longer line is read on in bounded pieces up to its newline and the rest
+    dropped, so a log of one 1 GiB line never is one string in memory."""
+    while piece := stream.readline(limit + 1):
+        if len(piece) > limit and not piece.endswith(b"\n"):
+            piece = piece[:limit]
+            while (rest := stream.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass
+        yield piece.decode("utf-8", "replace")
+
+
+def from_stream(stream: BinaryIO) -> Request:
+    """`new_cell` of a log read from a binary stream, in bounded memory (`bounded_lines`)."""
+    return new_cell(bounded_lines(stream))
 
 
 def new_cell_text(log: str | Iterable[str]) -> str:
