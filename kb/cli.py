@@ -147,7 +147,7 @@ def _match(args) -> int:
 
     from kb.records.visible import visible
     from kb.triage import evidence, match
-    from kb.triage.request import new_cell_text
+    from kb.triage.request import from_stream
 
     rule_list, problems = match.load_rules(Path(args.entries))
     if problems:
@@ -173,8 +173,7 @@ def _match(args) -> int:
                 hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
             if not hits and not args.json:
                 log.seek(0)
-                lines = (raw.decode("utf-8", "replace") for raw in log)
-                request = new_cell_text(lines)
+                request = from_stream(log)  # bounded lines: a huge line is never read whole
     except OSError as exc:
         print(f"kb match: cannot read {visible(args.file)}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -189,7 +188,8 @@ def _match(args) -> int:
         print("To ask for a new cell, open a \"New cell\" issue with the text below; read and edit it first. It "
               "holds only the log's error-looking lines (prefixes removed, varying parts as placeholders), the GPU "
               "and the versions it names, nothing else of the log.\n")
-        for line in request.splitlines():
+        print(f"Title: {visible(request.title)}\n")
+        for line in request.text.splitlines():
             print(visible(line))
     else:
         for rank, hit in enumerate(hits, 1):

@@ -57,6 +57,17 @@ FIRST_DATE = dt.date(2000, 1, 1)
 _BIDI = {"\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
          "\u200e", "\u200f", "\u061c"}
 
+# Characters that draw as nothing or as a blank though Unicode files them as letters, marks or
+# symbols (so category alone misses them): the Default_Ignorable_Code_Point ranges of
+# DerivedCoreProperties.txt that are not Cf or Cn (the combining grapheme joiner, the Hangul fillers,
+# the Khmer inherent vowels, the Mongolian and other variation selectors), the blank Braille
+# pattern and the object replacement character. Each can make a copy of a text look the same as
+# the original while differing from it.
+_INVISIBLE_RANGES = [(0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2800, 0x2800),
+                     (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFFC, 0xFFFC), (0xE0000, 0xE0FFF)]
+_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]")
+NO_BREAK_SPACE = "\u00a0"
+
 
 def _fail(code: str, message: str, **ctx):
     raise PydanticCustomError(code, message, ctx)
@@ -67,11 +78,23 @@ def _non_character(cp: int) -> bool:
     return 0xFDD0 <= cp <= 0xFDEF or cp & 0xFFFE == 0xFFFE
 
 
-def _no_controls(value: str, allow_newlines: bool) -> str:
+def _named(ch: str) -> str:
+    """`U+200B ZERO WIDTH SPACE`: a code point as a message names it."""
+    name = unicodedata.name(ch, "")
+    return f"U+{ord(ch):04X}" + (f" {name}" if name else "")
+
+
+def _no_controls(value: str, allow_newlines: bool, prose: bool = False) -> str:
     """KB031, for every string a record holds (text, prose, literals, links, versions): no control
-    character, bidirectional control, line or paragraph separator, non-character or lone surrogate."""
-    # Every refused character is non-printable: the common case costs one or two calls.
-    if value.isprintable() or (allow_newlines and value.replace("\n", "").replace("\t", "").isprintable()):
+    character, bidirectional control, line or paragraph separator, non-character or lone surrogate,
+    and nothing a reader cannot see: no format character (zero-width space, joiners, the BOM, soft
+    hyphen, tag characters), private-use or unassigned code point, space other than U+0020 (prose,
+    `prose=True`, may keep the no-break space) or other invisible character (`_INVISIBLE`)."""
+    # Every refused character but those of _INVISIBLE is non-printable: the common case costs a few calls.
+    plain = value.replace("\n", "").replace("\t", "") if allow_newlines else value
+    if prose and NO_BREAK_SPACE in plain:
+        plain = plain.replace(NO_BREAK_SPACE, " ")
+    if plain.isprintable() and not _INVISIBLE.search(plain):
         return value
     for ch in value:
         cp = ord(ch)
@@ -89,7 +112,38 @@ def _no_controls(value: str, allow_newlines: bool) -> str:
         if _non_character(cp):
             _fail("KB031", "must not contain non-character U+{cp}: it is not text, and it breaks the feed's XML",
                   cp=f"{cp:04X}")
+        if category == "Cf":
+            _fail("KB031", "must not contain invisible format character {char}: it shows as nothing, so a text "
+                  "holding it looks like one without it; delete it (retype the characters around it)",
+                  char=_named(ch))
+        if category == "Co":
+            _fail("KB031", "must not contain private-use character U+{cp}: no two fonts show it alike; delete it "
+                  "or write the character it stands for", cp=f"{cp:04X}")
+        if category == "Cn":
+            _fail("KB031", "must not contain U+{cp}, unassigned in Unicode {version}: nothing can show it; delete it",
+                  cp=f"{cp:04X}", version=unicodedata.unidata_version)
+        if category == "Zs" and ch != " " and not (prose and ch == NO_BREAK_SPACE):
+            _fail("KB031", "must not contain space character {char}; type a plain space (U+0020)" +
+                  ("" if prose else ", as the program prints it"), char=_named(ch))
+        if _INVISIBLE.match(ch):
+            _fail("KB031", "must not contain {char}, which shows as nothing or as a blank; delete it, or type a "
+                  "plain space (U+0020) if a space is meant", char=_named(ch))
     return value
+
+
+def _ascii_url(value: str) -> None:
+    """KB033: a link is ASCII (RFC 3986), its host above all, so that what is shown is where it goes."""
+    if value.isascii():
+        return
+    index, ch = next((i, c) for i, c in enumerate(value) if not c.isascii())
+    rest = value.split("://", 1)[-1]
+    host_end = len(value) - len(rest) + len(rest.split("/", 1)[0])
+    encoded = "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
+    if index < host_end:
+        _fail("KB033", "the host of a link must be ASCII: {char} at character {at} makes it another host that "
+              "looks the same; type the host name in ASCII", char=_named(ch), at=index + 1)
+    _fail("KB033", "a link must be ASCII only (RFC 3986): {char} at character {at} is written percent-encoded, "
+          "as {encoded}", char=_named(ch), at=index + 1, encoded=encoded)
 
 
 def _no_markup(value: str) -> None:
@@ -108,7 +162,7 @@ def _text(value: str) -> str:
         _fail("KB025", "must not be empty or only whitespace")
     if value != value.strip():
         _fail("KB026", "must not start or end with whitespace")
-    _no_controls(value, allow_newlines=False)
+    _no_controls(value, allow_newlines=False, prose=True)
     _no_markup(value)
     return value
 
@@ -117,7 +171,7 @@ def _markdown(value: str) -> str:
     """Markdown prose without raw HTML, links https only."""
     if not value.strip():
         _fail("KB025", "must not be empty or only whitespace")
-    _no_controls(value, allow_newlines=True)
+    _no_controls(value, allow_newlines=True, prose=True)
     _no_markup(value)
     return value
 
@@ -202,6 +256,7 @@ def _pull_request(value: str) -> str:
 
 def _source(value: str) -> str:
     _no_controls(value, allow_newlines=False)
+    _ascii_url(value)
     if not value.startswith("https://"):
         _fail("KB033", "must be an https:// link to a public tracker")
     if not ANY_SOURCE.fullmatch(value):
@@ -428,6 +483,7 @@ class Link(Record):
     @classmethod
     def _form(cls, url: str, info: ValidationInfo) -> str:
         _no_controls(url, allow_newlines=False)
+        _ascii_url(url)
         if not url.startswith("https://"):
             _fail("KB033", "must be an https:// link to a public tracker")
         kind = info.data.get("kind")

@@ -301,9 +301,80 @@ def test_environment_redacts_secrets(monkeypatch):
     monkeypatch.setenv("VLLM_API_KEY", "sk-secret")
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
     monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
-    env = facts.environment({"TRITON_PTXAS_PATH"})
+    env = facts.environment({"TRITON_PTXAS_PATH"}, {"VLLM_LOGGING_LEVEL"})
     assert env["VLLM_API_KEY"] == facts.REDACTED and env["VLLM_LOGGING_LEVEL"] == "DEBUG"
     assert env["TRITON_PTXAS_PATH"] is None
+
+
+# --- values by allow-list (attack review 2026-12-04, L5) ----------------------------------------
+
+HOSTILE_ENV = {"VLLM_DB_PASS": "hunter2-7f3a", "VLLM_S3_URL": "https://user:p4ss-7f3a@s3.internal",
+               "VLLM_AUTH_HEADER": "auth-7f3a", "VLLM_SESSION_ID": "session-7f3a", "VLLM_COOKIE": "cookie-7f3a",
+               "VLLM_PRIVATE_BLOB": "private-7f3a", "VLLM_CERT_FILE": "/k/cert-7f3a.pem",
+               "VLLM_SIGNING_SALT": "salt-7f3a", "NVIDIA_NGC_PASSPHRASE": "phrase-7f3a", "VLLM_PWD": "pwd-7f3a",
+               "VLLM_HOST_NOTES": "alice's laptop 7f3a"}
+
+
+def test_environment_reports_values_only_for_names_the_records_compare(monkeypatch):
+    for name, value in HOSTILE_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("VLLM_USE_V1", "0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    # Every name compared, as a hostile record could make them: secrets are redacted all the same.
+    env = facts.environment({"NVIDIA_NGC_PASSPHRASE", "VLLM_USE_V1"}, set(HOSTILE_ENV) - {"VLLM_HOST_NOTES"} | {"VLLM_USE_V1"})
+    assert {name: env[name] for name in HOSTILE_ENV} == {
+        **{name: facts.REDACTED for name in HOSTILE_ENV}, "VLLM_HOST_NOTES": facts.SET}
+    assert env["VLLM_USE_V1"] == "0" and env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    printed = json.dumps(env)
+    assert not [value for value in HOSTILE_ENV.values() if value in printed]
+
+
+def test_a_url_with_a_password_is_redacted_whatever_its_name(monkeypatch):
+    monkeypatch.setenv("VLLM_MODEL_URL", "https://bob:s3cr3t@models.internal/x")
+    assert facts.environment(set(), {"VLLM_MODEL_URL"})["VLLM_MODEL_URL"] == facts.REDACTED
+    monkeypatch.setenv("VLLM_MODEL_URL", "https://models.internal/x")
+    assert facts.environment(set(), {"VLLM_MODEL_URL"})["VLLM_MODEL_URL"] == "https://models.internal/x"
+
+
+def test_compared_names_are_those_written_with_a_value():
+    live = list(cells(LIVE).values())
+    compared = diagnose.compared_env(live)
+    assert "VLLM_PLE_CPU_OFFLOAD" in compared  # VLLM_PLE_CPU_OFFLOAD=1 in a record
+    assert compared <= diagnose.mentioned_env(live)
+
+
+def test_kb_doctor_prints_no_value_of_an_unlisted_or_secret_variable(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("VLLM_", "NVIDIA_"))}
+    env.update(HOSTILE_ENV)
+    done = subprocess.run([sys.executable, "-m", "kb.cli", "doctor", "--json", "--timeout", "20"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    reported = json.loads(done.stdout)["facts"]["env"]
+    assert reported["VLLM_HOST_NOTES"] == facts.SET and reported["VLLM_DB_PASS"] == facts.REDACTED
+    assert not [value for value in HOSTILE_ENV.values() if value in done.stdout]
+    human = subprocess.run([sys.executable, "-m", "kb.cli", "doctor", "--timeout", "20"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert "    VLLM_HOST_NOTES is set (its value is not reported: no cell compares it)" in human.stdout.splitlines()
+    assert not [value for value in HOSTILE_ENV.values() if value in human.stdout]
+
+
+# --- facts files that are no files (L10) ---------------------------------------------------------
+
+def test_a_named_pipe_as_facts_is_refused_without_waiting(tmp_path):
+    pipe = tmp_path / "facts.json"
+    __import__("os").mkfifo(pipe)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "kb.cli", "doctor", "--facts", str(pipe)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and time.monotonic() - started < 30
+    assert done.stderr.splitlines()[-1] == (f"{pipe}: is a named pipe (FIFO), not a regular file; save the facts to a "
+                                            "file, or pipe them in with --facts -")
+
+
+@pytest.mark.parametrize("path, kind", [("/dev/null", "a character device"), (".", "a folder")])
+def test_a_device_or_folder_as_facts_is_refused(capsys, path, kind):
+    code, _, err = run(capsys, "--entries", str(ENTRIES), "--facts", path)
+    assert code == 2 and f"{path}: is {kind}, not a regular file" in err
 
 
 def test_cudnn_version_numbers():

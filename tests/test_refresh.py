@@ -938,3 +938,88 @@ def test_help_says_refresh_never_writes_fixed_in(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "fixed_in is never written (a person decides)" in text
     assert "(never fixed_in, versions or prose)" in text
+
+
+# --- hostile file names and trickling servers (attack review 2026-12-04, L3 and L2) -------------
+
+ESCAPES = "\x1b[2K\x1b[1Gkb refresh: all links current\x1b[8m"
+
+
+def test_a_file_name_that_is_no_id_is_skipped_reported_and_never_printed_raw(github, entries, capsys):
+    github.routes = open_routes()
+    hostile = entries / f"{ESCAPES}x.yaml"
+    shutil.copy(OLD_CELL, hostile)
+    before = snapshot(entries)
+    code, out, err = run(github, entries, "--write", capsys=capsys)
+    assert "\x1b" not in out + err
+    assert code == 2 and out == "" and ISSUE in github.paths()  # the good cell was read, the other was not
+    shown = "\\x1b[2K\\x1b[1Gkb refresh: all links current\\x1b[8mx.yaml"
+    assert (f"kb refresh: {entries}/{shown}:1: (file name): entry files are named <id>.yaml, the id lowercase "
+            "words, digits and hyphens [KB010]; not refreshed (run `kb check`)") in err.splitlines()
+    assert OLD_ISSUE not in github.paths() and snapshot(entries) == before
+
+
+def test_ids_and_paths_in_every_message_go_through_visible(tmp_path):
+    path = tmp_path / f"{ESCAPES}.yaml"
+    link = refresh.Link("cell\x1b", path, 0, "issue", ISSUE_URL, "open", "2026-12", 3)
+    fix = refresh.Fix("cell\x1b", path, 1, "vllm", PR_URL, "0.7.2", 9)
+    for line in (link.where, fix.where, fix.difference("not the first release")):
+        assert "\x1b" not in line and "\\x1b" in line
+
+
+class Trickle:
+    """A server on 127.0.0.1 that answers every request one piece at a time, `pause` s apart:
+    60 header lines (`what="headers"`), or whole headers and then a body byte by byte."""
+
+    def __init__(self, what: str, pause: float = 0.2):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.what, self.pause = what, pause
+        self.stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            conn.recv(65536)
+            if self.what == "headers":
+                pieces = [b"HTTP/1.1 200 OK\r\n"] + [f"X-Slow-{i}: x\r\n".encode() for i in range(60)]
+            else:
+                pieces = [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"]
+                pieces += [b" "] * 200
+            for piece in pieces:
+                if self.stop.wait(self.pause):
+                    return
+                try:
+                    conn.sendall(piece)
+                except OSError:
+                    return  # the client gave up
+
+    def close(self):
+        self.stop.set()
+        self.listener.close()
+
+
+@pytest.mark.parametrize("what", ["headers", "body"])
+def test_a_trickling_server_is_cut_off_at_the_deadline(entries, capsys, what):
+    server = Trickle(what)
+    try:
+        started = time.monotonic()
+        code = cli.main(["refresh", "--api-url", server.url, "--entries", str(entries), "--no-cache",
+                         "--timeout", "1"])
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    out, err = capsys.readouterr()
+    # One request, cut at 1 s (the trickle would take 12 s for the headers, 40 s for the body);
+    # the run stops at the first (an Abort), so the whole run is bounded by the one deadline.
+    assert code == 2 and out == ""
+    assert re.search(r"no (complete )?answer from http://127\.0\.0\.1:\d+ within 1 s", err), err
+    assert took < 3, took

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from pydantic import ValidationError
 
 from kb.doctor import facts as facts_mod
 from kb.doctor.facts import Facts
+from kb.records.load import not_regular
 from kb.records.visible import visible
 from kb.schema import Cell
 
@@ -74,18 +76,33 @@ def _strings(value):
             yield from _strings(item)
 
 
-def mentioned_env(cells: list[Cell]) -> set[str]:
-    """Environment variables the records mention."""
+def _env_names(cells: list[Cell]) -> tuple[set[str], set[str]]:
+    """(the variables the records mention, those whose values they compare: written as NAME=value
+    or named by an env-var remedy)."""
     names: set[str] = set()
+    compared: set[str] = set()
     for cell in cells:
         remedies = {r.what for r in cell.entry.fixes + cell.entry.workarounds if r.kind == "env-var"}
         for text in _strings(cell.entry.model_dump()):
             for match in _ENV_WORD.finditer(text):
                 name = match.group(0)
                 assigned = text[match.end():match.end() + 1] == "="
+                if assigned or text in remedies:
+                    compared.add(name)
                 if name.startswith(_ALWAYS_ENV) or assigned or text in remedies or name in facts_mod.BASE_ENV:
                     names.add(name)
-    return names
+    return names, compared
+
+
+def mentioned_env(cells: list[Cell]) -> set[str]:
+    """Environment variables the records mention."""
+    return _env_names(cells)[0]
+
+
+def compared_env(cells: list[Cell]) -> set[str]:
+    """Environment variables whose values the records compare (`VLLM_X=1`, an env-var remedy):
+    the only ones whose values `kb doctor` reports (kb.doctor.facts.environment)."""
+    return _env_names(cells)[1]
 
 
 # --- verdicts ------------------------------------------------------------------------------------
@@ -366,6 +383,27 @@ def parse_facts(text: str, source: str) -> Facts:
         raise FactsError("\n".join(lines)) from None
 
 
+def _read_file(path: str, source: str) -> bytes:
+    """At most MAX_FACTS_BYTES + 1 bytes of the regular file `path`. Opened without blocking and
+    checked on what was opened: a named pipe with no writer, a device or a folder is refused,
+    unread, instead of waiting forever (`-` reads standard input, pipes included)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = not_regular(os.fstat(fd).st_mode)
+        if kind:
+            raise FactsError(f"{visible(source)}: is {kind}, not a regular file; save the facts to a file, or "
+                             "pipe them in with --facts -")
+        chunks: list[bytes] = []
+        left = MAX_FACTS_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_facts(path: str, stdin: TextIO) -> Facts:
     """The facts in file `path` (- for `stdin`). Whatever the file holds, the only exception
     that leaves is FactsError: `kb doctor` turns it into exit status 2 and a message."""
@@ -375,8 +413,7 @@ def read_facts(path: str, stdin: TextIO) -> Facts:
             stream = getattr(stdin, "buffer", stdin)  # bytes where there are: decoding is ours to report
             raw = stream.read(MAX_FACTS_BYTES + 1)
         else:
-            with open(path, "rb") as file:
-                raw = file.read(MAX_FACTS_BYTES + 1)
+            raw = _read_file(path, source)
     except OSError as exc:
         raise FactsError(f"{visible(source)}: cannot read the facts file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -441,7 +478,8 @@ def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -
     set_vars = {k: v for k, v in facts.env.items() if v is not None}
     unset = sorted(k for k, v in facts.env.items() if v is None)
     out.append("  Environment:" + ("" if set_vars else " none of the variables the cells mention is set"))
-    out += [f"    {k}={visible(v)}" for k, v in sorted(set_vars.items())]
+    out += [f"    {k} is set (its value is not reported: no cell compares it)" if v == facts_mod.SET else
+            f"    {k}={visible(v)}" for k, v in sorted(set_vars.items())]
     if unset:
         out.append(f"    not set: {', '.join(unset)}")
     for note in facts.notes:
@@ -503,7 +541,8 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
             print(f"kb doctor: bad facts file\n{exc}", file=stderr)
             return 2
     else:
-        facts = facts_mod.probe(packages, mentioned_env(cells), timeout=timeout)
+        names, compared = _env_names(cells)
+        facts = facts_mod.probe(packages, names, timeout=timeout, env_compared=compared)
     key = environment_key(facts)
     base = site_url.rstrip("/") + "/" if site_url else ""
     results = verdicts(cells, facts, base)

@@ -54,8 +54,11 @@ NOT_DISTRIBUTIONS = {"nvidia-driver", "cuda"}
 BASE_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "TRITON_PTXAS_PATH",
             "FLASHINFER_CUDA_ARCH_LIST")
 ENV_PREFIXES = ("VLLM_",)  # every variable set with these prefixes is reported
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
+# A name that may hold a secret: its value is never reported, whatever the records say.
+_SECRET = re.compile(r"PASS|PWD|AUTH|COOKIE|SESSION|PRIVATE|CERT|SIGN|KEY|TOKEN|SECRET|CREDENTIAL", re.I)
+_USERINFO = re.compile(r"://[^/\s@]*:[^/\s@]*@")  # a URL with a password in it
 REDACTED = "<redacted>"
+SET = "<set>"  # set, its value not reported: no record compares it
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")  # EnvName below
 
 
@@ -120,7 +123,8 @@ class Facts(_Model):
     packages: Annotated[dict[PackageName, Short | None], Field(max_length=MAX_NAMES)] = Field(
         {}, description="Record package name -> installed version; null: not installed; absent: unknown")
     env: Annotated[dict[EnvName, EnvValue | None], Field(max_length=MAX_NAMES)] = Field(
-        {}, description="Environment variable -> value; null: not set")
+        {}, description="Environment variable -> value; null: not set; '<set>': set, value not reported "
+                         "(no record compares it); '<redacted>': a value that may be a secret")
     python: Short | None = Field(None, description="Python version")
     platform: Short | None = Field(None, description="Operating system and machine, e.g. 'Linux-x86_64'")
     notes: Annotated[list[Note], Field(max_length=MAX_NOTES)] = Field(
@@ -424,16 +428,23 @@ def nvcc_version(timeout: float) -> tuple[str | None, str | None]:
     return None, None
 
 
-def environment(names: set[str]) -> dict[str, str | None]:
-    """Values of `names` plus every set variable with a reported prefix; secrets redacted. A name
+def environment(names: set[str], compared: set[str] = frozenset()) -> dict[str, str | None]:
+    """Each of `names`, BASE_ENV and every set variable with a reported prefix: None when it is not
+    set, its value only for names whose values the records compare (`compared`, and BASE_ENV), SET
+    for the others, REDACTED for a name that may hold a secret or a value holding a URL's password.
+    The report goes into public issues: a value is reported by allow-list, never by default. A name
     that is no shell identifier (the environment allows any) is left out: `Facts` would refuse it."""
     wanted = set(names) | set(BASE_ENV) | {k for k in os.environ if k.startswith(ENV_PREFIXES)}
     wanted = {name for name in wanted if _ENV_NAME.fullmatch(name)}
+    shown = set(compared) | set(BASE_ENV)
     out: dict[str, str | None] = {}
     for name in sorted(wanted)[:MAX_NAMES]:
         value = os.environ.get(name)
-        if value is not None and _SECRET.search(name):
-            value = REDACTED
+        if value is not None:
+            if _SECRET.search(name) or _USERINFO.search(value):
+                value = REDACTED
+            elif name not in shown:
+                value = SET
         out[name] = _text(value, ENV_VALUE)
     return out
 
@@ -463,7 +474,8 @@ def _gpu(fields: dict, notes: list[str]) -> Gpu:
 
 
 def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
-          timeout: float = DEFAULT_TIMEOUT, probes: dict[str, str] | None = None) -> Facts:
+          timeout: float = DEFAULT_TIMEOUT, probes: dict[str, str] | None = None,
+          env_compared: set[str] | None = None) -> Facts:
     """Gather the facts of this machine. Never raises for a missing GPU, driver or package."""
     notes: list[str] = []
     if probes is None:
@@ -515,7 +527,7 @@ def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
         cuda_driver_version=_text(nvml.get("cuda_driver_version") or cuda.get("cuda_driver_version")),
         cuda_runtime_version=runtime,
         packages=versions,
-        env=environment(env_names or set()),
+        env=environment(env_names or set(), env_compared or set()),
         python=_text(platform.python_version()),
         platform=_text(f"{platform.system()}-{platform.machine()}"),
         notes=[_text(note, NOTE) for note in notes[:MAX_NOTES]],

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from kb import ENTRIES  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
 from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint
-from kb.records import patterns
+from kb.records import confusables, patterns
 from kb.records.load import Loaded, dotted, load, not_regular, parse, read
 from kb.records.normalise import normalise
 from kb.records.problems import MISSING, Problem
@@ -28,6 +28,10 @@ from kb.records.rules import code_of_pydantic
 from kb.records.slug import slug
 from kb.schema import ID_PATTERN, Cell, Entry
 
+
+
+# What a check's answer depends on: kb.cache's list and the look-alike table the linter compares with.
+LINT_MODULES = CHECK_MODULES + ["kb.records.confusables"]
 
 
 @dataclass
@@ -133,21 +137,35 @@ def _validate(loaded: Loaded, cell_id: str) -> tuple[Entry | None, list[Problem]
         return None, problems
 
 
+def _spelled(text: str, other: str) -> str:
+    """How `text` differs from `other` when the two look the same: '' when they are equal."""
+    if text == other:
+        return ""
+    if text.casefold() == other.casefold():
+        return " (in other letter case: kb match compares lower case)"
+    holder = text if confusables.look_alike(text) else other
+    return f" (written with look-alike characters: {confusables.describe(holder)})"
+
+
 def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]:
     problems: list[Problem] = []
-    owners: dict[str, list[Cell]] = defaultdict(list)
+    # Signatures are compared by skeleton (kb.records.confusables): a copy written with a Cyrillic
+    # letter or a fullwidth one is the same literal to a reader, and is reported as one.
+    owners: dict[str, list[tuple[Cell, str]]] = defaultdict(list)
     slugs: dict[str, set[str]] = defaultdict(set)
     for cell in cells:
-        seen: dict[str, int] = {}
+        seen: dict[str, tuple[int, str]] = {}
         for i, signature in enumerate(cell.entry.signatures):
             loc = ("signatures", i, "text")
-            if signature.text in seen:
+            key = confusables.skeleton(signature.text)
+            if key in seen:
+                k, first = seen[key]
                 problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
-                                        f"same text as signatures[{seen[signature.text]}]; list it once",
-                                        "KB032", signature.text))
+                                        f"same text as signatures[{k}]{_spelled(signature.text, first)}; list it "
+                                        "once", "KB032", signature.text))
                 continue
-            seen[signature.text] = i
-            owners[signature.text].append(cell)
+            seen[key] = (i, signature.text)
+            owners[key].append((cell, signature.text))
             slugs[slug(signature.text)].add(signature.text)
         for i, related in enumerate(cell.entry.related):
             loc = ("related", i, "id")
@@ -160,12 +178,13 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
                                         "KB036", related.id))
     for cell in cells:
         primary = cell.entry.signatures[0].text
-        others = sorted(other.id for other in owners[primary] if other.id != cell.id)
+        others = sorted((other.id, text) for other, text in owners[confusables.skeleton(primary)] if other.id != cell.id)
         if others:
             loc = ("signatures", 0, "text")
+            how = next((_spelled(primary, text) for _, text in others if text != primary), "")
             problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
-                                    f"the first signature is also listed by {', '.join(others)}; "
-                                    "put a signature only this cell has first", "KB040", primary))
+                                    f"the first signature is also listed by {', '.join(sorted({i for i, _ in others}))}"
+                                    f"{how}; put a signature only this cell has first", "KB040", primary))
     for key, texts in sorted(slugs.items()):
         if len(texts) > 1:
             for cell in cells:
@@ -175,11 +194,37 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
                         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                                 f"URL slug {key!r} is shared with a different text; reword one",
                                                 "KB041", signature.text))
+    problems.extend(_spelled_alike(owners))
     problems.extend(_look_alikes(cells, cache))
     problems.extend(_one_way_related(cells))
     problems.extend(_status_against_links(cells))
     problems.extend(_fix_versions(cells))
     problems.extend(_evidence_in_record(cells))
+    return problems
+
+
+def _spelled_alike(owners: dict[str, list[tuple[Cell, str]]]) -> list[Problem]:
+    """KB041: two different texts that look the same (one skeleton, different beyond letter case)
+    would get pages and URLs that look the same; each text written with look-alike characters is
+    reported, naming the one it copies."""
+    problems: list[Problem] = []
+    for held in owners.values():
+        spellings = {text.casefold() for _, text in held}
+        if len(spellings) < 2:
+            continue
+        for cell, text in held:
+            if confusables.look_alike(text) is None:
+                continue
+            other_cell, other = min(((c, t) for c, t in held if t.casefold() != text.casefold()),
+                                    key=lambda pair: (confusables.look_alike(pair[1]) is not None, pair[0].id))
+            i = next(k for k, s in enumerate(cell.entry.signatures) if s.text == text)
+            m = next(k for k, s in enumerate(other_cell.entry.signatures) if s.text == other)
+            loc = ("signatures", i, "text")
+            problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                    f"looks the same as {other_cell.id} signatures[{m}] but is written with "
+                                    f"look-alike characters ({confusables.describe(text)}): type the literal as the "
+                                    "program prints it; two texts that look the same get pages that look the same",
+                                    "KB041", text))
     return problems
 
 
@@ -247,14 +292,26 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
 _TOKEN = re.compile(r"[a-z0-9_]+")
 
 
+def _folded_forms(text: str, match: str | None) -> tuple[patterns.Compiled, str]:
+    """The pattern and normalised text of a signature in its folded form (kb.records.confusables:
+    look-alike letters as the ASCII they look like), so that a copy written with a Cyrillic `о`
+    fits the pattern of the original as the original's text does. ASCII signatures fold to
+    themselves; a pattern whose folded form is no longer a valid pattern is taken as written."""
+    folded_text = confusables.fold(text)
+    try:
+        compiled = patterns.compile_signature(folded_text, confusables.fold(match) if match is not None else None)
+    except patterns.PatternError:
+        compiled = patterns.compile_signature(text, match)
+    return compiled, normalise(folded_text)
+
+
 def _signature_forms(signature, cache) -> tuple[patterns.Compiled, str]:
-    """A signature's pattern and its normalised text; from `cache` (kb.cache, the check's) when
-    this code prepared the same signature before."""
+    """A signature's folded pattern and normalised text (`_folded_forms`); from `cache` (kb.cache,
+    the check's) when this code prepared the same signature before."""
     if cache is None:
-        return patterns.compile_signature(signature.text, signature.match), normalise(signature.text)
+        return _folded_forms(signature.text, signature.match)
     key = fingerprint("signature forms", cache.code, signature.text, signature.match or "", str(signature.match is None))
-    return cache.fetch(key, lambda: (patterns.compile_signature(signature.text, signature.match),
-                                     normalise(signature.text)))
+    return cache.fetch(key, lambda: _folded_forms(signature.text, signature.match))
 
 
 def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cell, int]]:
@@ -273,7 +330,7 @@ def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cel
                 for cell in cells for j, signature in enumerate(cell.entry.signatures)]
     held: dict[str, int] = defaultdict(int)
     for _, _, signature, _ in compiled:
-        for token in set(_TOKEN.findall(signature.text.lower())):
+        for token in set(_TOKEN.findall(confusables.fold(signature.text).lower())):
             held[token] += 1
     by_anchor: dict[str, list] = defaultdict(list)
     for cell, j, signature, pattern in compiled:
@@ -288,7 +345,7 @@ def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cel
     first: dict[tuple[str, str], tuple[int, int]] = {}  # (text's cell, pattern's cell) -> (i, j)
     for cell in cells:
         for i, signature in enumerate(cell.entry.signatures):
-            lower = signature.text.lower()
+            lower = confusables.fold(signature.text).lower()
             normal = forms[cell.id, i][1]
             present = {anchors[k] for k, _, _ in automaton.find_matches_as_indexes(lower, overlapping=True)} \
                 if automaton else set()
@@ -475,7 +532,7 @@ def check(paths: list[Path], cache=None) -> Result:
     """Load, validate and cross-check the entries at `paths`. With a `kb.cache.Cache`, files whose
     bytes were checked before are not parsed or validated again."""
     if cache is not None:
-        cache.code = code_fingerprint(CHECK_MODULES, CHECK_PACKAGES)
+        cache.code = code_fingerprint(LINT_MODULES, CHECK_PACKAGES)
     files = _listed(paths)
     problems: list[Problem] = []
     read_files: list[tuple[Path, str, object]] = []  # (path, id, its check or the bytes to check)

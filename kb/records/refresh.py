@@ -40,7 +40,9 @@ request when no link reads it, the releases listing (shared, once per repository
 four for a package not named like its repository) and at most MAX_COMPARES compares. No URL is
 requested twice in a run; never more than `--max-requests` in all. Nothing is retried.
 
-Every request has a timeout and carries an ETag from the last answer to the same URL
+Every request has a wall-clock deadline (`--timeout`, connection to last byte: each read of the
+socket may take only the time left, so a server that trickles its headers or body cannot stretch
+it) and carries an ETag from the last answer to the same URL
 (`If-None-Match`): a 304 reuses the stored answer, and does not count against GitHub's rate limit.
 The ETags live in `.cache/kb/github-etags.json` (JSON, safe to delete) with the few fields read
 of each answer, dropped after CACHE_DAYS days unused; a stored answer goes through the same
@@ -86,7 +88,7 @@ from packaging.version import InvalidVersion, Version
 from kb import cache
 from kb.records import load
 from kb.records.visible import visible
-from kb.schema import FIRST_DATE
+from kb.schema import FIRST_DATE, ID_PATTERN
 
 API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -138,7 +140,7 @@ class Link:
 
     @property
     def where(self) -> str:
-        return f"{self.path}:{self.line}: upstream[{self.index}] {self.url}"
+        return f"{_where(self.path)}:{self.line}: upstream[{self.index}] {visible(self.url)}"
 
 
 @dataclass
@@ -159,10 +161,10 @@ class Fix:
 
     @property
     def where(self) -> str:
-        return f"{self.path}:{self.line}: components[{self.index}].fixed_in {self.version}"
+        return f"{_where(self.path)}:{self.line}: components[{self.index}].fixed_in {visible(self.version)}"
 
     def difference(self, problem: str) -> str:
-        return f"{self.cell}: components[{self.index}].fixed_in {self.version}: {problem}"
+        return f"{visible(self.cell)}: components[{self.index}].fixed_in {visible(self.version)}: {problem}"
 
 
 @dataclass
@@ -173,6 +175,11 @@ class Record:
     loaded: load.Loaded
     links: list[Link]
     fixes: list[Fix] = field(default_factory=list)
+
+
+def _where(path: Path) -> str:
+    """A path as messages show it: file names are written by whoever wrote the pull request."""
+    return visible(str(path))
 
 
 def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str]]:
@@ -186,11 +193,20 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
 
     errors: list[str] = []
     if not entries.is_dir() or entries.is_symlink():
-        return [], [f"{entries}: not an entries folder"]
-    paths = {p.stem: p for p in entry_files([entries]) if p.suffix == ".yaml"}
+        return [], [f"{_where(entries)}: not an entries folder"]
+    paths = {}
+    for path in entry_files([entries]):
+        if path.suffix != ".yaml":
+            continue
+        if not re.fullmatch(ID_PATTERN, path.stem):
+            # As `kb check` (KB010): a name that is no id is no cell, and is never printed raw.
+            errors.append(f"{_where(path)}:1: (file name): entry files are named <id>.yaml, the id lowercase words, "
+                          "digits and hyphens [KB010]; not refreshed (run `kb check`)")
+            continue
+        paths[path.stem] = path
     for name in only:
         if name not in paths:
-            errors.append(f"--only {visible(name)}: no cell of that id in {entries}")
+            errors.append(f"--only {visible(name)}: no cell of that id in {_where(entries)}")
     chosen = sorted(set(only) & paths.keys()) if only else sorted(paths)
     records = []
     for cell in chosen:
@@ -198,7 +214,7 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
         raw = load.read(path)
         loaded = raw if isinstance(raw, load.Loaded) else load.parse(path, raw)
         if loaded.problems or not isinstance(loaded.data.get("upstream"), list):
-            first = loaded.problems[0].format() if loaded.problems else f"{path}:1: upstream: not a list"
+            first = loaded.problems[0].format() if loaded.problems else f"{_where(path)}:1: upstream: not a list"
             errors.append(f"{first} (run `kb check`; a cell is refreshed only once it reads clean)")
             continue
         links = []
@@ -207,7 +223,7 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
                 link = LinkModel.model_validate(item)
             except ValidationError as exc:
                 where = loaded.line_of(("upstream", i))
-                errors.append(f"{path}:{where}: upstream[{i}]: not a valid link ({exc.error_count()} problem(s); "
+                errors.append(f"{_where(path)}:{where}: upstream[{i}]: not a valid link ({exc.error_count()} problem(s); "
                               "run `kb check`)")
                 continue
             if link.kind in READ_KINDS:
@@ -222,7 +238,7 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
                 component = ComponentModel.model_validate(item)
             except ValidationError as exc:
                 where = loaded.line_of(("components", i))
-                errors.append(f"{path}:{where}: components[{i}]: not a valid component ({exc.error_count()} "
+                errors.append(f"{_where(path)}:{where}: components[{i}]: not a valid component ({exc.error_count()} "
                               "problem(s); run `kb check`)")
                 continue
             fixes.append(Fix(cell, path, i, component.package, component.fixed_by, component.fixed_in,
@@ -427,6 +443,78 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # the 3xx comes back as an HTTPError: the token never follows a redirect
 
 
+class _DeadlineSocket:
+    """A connected socket whose every read may take only the time left before a deadline.
+
+    A socket timeout bounds one read: a server that trickles a byte a second keeps each read
+    short and the request alive for hours (http.client reads the headers line by line). Before
+    each read the timeout is set to what is left of the request's wall-clock budget, so status
+    line, headers and body together end by the deadline; past it a read fails at once."""
+
+    def __init__(self, sock, deadline: float):
+        self._sock = sock
+        self._deadline = deadline
+
+    def _left(self) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's deadline passed")
+        return left
+
+    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+        self._sock.settimeout(self._left())
+        return self._sock.recv_into(buffer, nbytes, flags)
+
+    def recv(self, size: int, flags: int = 0) -> bytes:
+        self._sock.settimeout(self._left())
+        return self._sock.recv(size, flags)
+
+    def makefile(self, mode: str = "r", buffering=None, **_):
+        # What http.client reads the answer through: a buffered reader whose raw reads call
+        # recv_into above (socket.makefile would read the socket directly).
+        if mode != "rb":
+            raise ValueError("only binary reads go through the deadline")
+        self._sock._io_refs += 1  # as socket.makefile does; SocketIO.close gives it back
+        return io.BufferedReader(socket.SocketIO(self, "rb"), buffering or io.DEFAULT_BUFFER_SIZE)
+
+    def __getattr__(self, name):  # sendall, close, _decref_socketios ...: the socket's own
+        return getattr(self._sock, name)
+
+
+def _with_deadline(base: type) -> type:
+    class Connection(base):
+        deadline: float = float("inf")
+
+        def connect(self):
+            super().connect()  # bounded by the socket timeout, itself no longer than the budget
+            self.sock = _DeadlineSocket(self.sock, self.deadline)
+
+    Connection.__name__ = f"Deadline{base.__name__}"
+    return Connection
+
+
+_HTTP = _with_deadline(http.client.HTTPConnection)
+_HTTPS = _with_deadline(http.client.HTTPSConnection)
+
+
+def _connection(kind: type, deadline: float):
+    def make(host, **kwargs):
+        connection = kind(host, **kwargs)
+        connection.deadline = deadline
+        return connection
+    return make
+
+
+class _DeadlineHTTP(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_connection(_HTTP, req.deadline), req)
+
+
+class _DeadlineHTTPS(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_connection(_HTTPS, req.deadline), req, context=self._context)
+
+
 class EtagCache:
     """URL -> (ETag, the answer's fields that are read, the last day it was used), kept in one JSON
     file across runs; an answer no run has used for CACHE_DAYS days is dropped."""
@@ -503,7 +591,7 @@ class Client:
         self.sent = 0
         self.not_modified = 0
         self.blocked: str | None = None  # why no further request may be sent
-        self.opener = urllib.request.build_opener(_NoRedirect)
+        self.opener = urllib.request.build_opener(_NoRedirect, _DeadlineHTTP, _DeadlineHTTPS)
         self.answered: dict[str, object] = {}  # URL -> its answer (or LinkError) in this run: no URL is sent twice
 
     def get(self, path: str, query: dict | None = None, keep: tuple[str, ...] = (), absent: bool = False):
@@ -534,8 +622,10 @@ class Client:
             headers["If-None-Match"] = stored["etag"]
         self.sent += 1
         deadline = time.monotonic() + self.timeout
+        request = urllib.request.Request(url, headers=headers)
+        request.deadline = deadline  # the whole request, connection to last byte (_DeadlineSocket)
         try:
-            with self.opener.open(urllib.request.Request(url, headers=headers), timeout=self.timeout) as answer:
+            with self.opener.open(request, timeout=self.timeout) as answer:
                 self._note_limits(answer.headers)
                 body = self._body(answer, deadline, path)
                 etag = answer.headers.get("ETag")
@@ -898,7 +988,7 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
                 continue
             fields = {}
             if now.state != link.state:
-                out.differences.append(f"{link.cell}: upstream[{link.index}] {link.url}: state {link.state} -> "
+                out.differences.append(f"{visible(link.cell)}: upstream[{link.index}] {visible(link.url)}: state {link.state} -> "
                                        f"{now.describe()}")
                 out.states += 1
                 fields["state"] = now.state
@@ -919,10 +1009,10 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
         try:
             planned.append((record, rewrite(record, changes[record.id])))
         except RewriteError as exc:
-            out.errors.append(f"{record.path}: {exc}")
+            out.errors.append(f"{_where(record.path)}: {exc}")
     for record, _ in planned:
         if load.read(record.path) != record.raw:
-            out.errors.append(f"{record.path}: changed while it was being refreshed; run again")
+            out.errors.append(f"{_where(record.path)}: changed while it was being refreshed; run again")
     if out.errors:
         return out
     for record, data in planned:
@@ -988,10 +1078,12 @@ def main(args) -> int:
     client = Client(api_url, token, args.timeout, etags, args.max_requests)
     out = refresh(Path(args.entries), Reader(client), args.only or [], args.write)
     etags.save()
+    # visible() again where the lines leave: whatever a message quotes, no control character
+    # reaches the terminal or the refresh pull request's body.
     for line in out.differences:
-        print(line)
+        print(visible(line))
     for error in out.errors:
-        print(f"kb refresh: {error}", file=sys.stderr)
+        print(f"kb refresh: {visible(error)}", file=sys.stderr)
     summary = (f"{out.read} link(s) read with {client.sent} request(s) ({client.not_modified} unchanged since the "
                f"last run, 304), {out.states} state(s) differ, {out.fixes_checked} fixed_in release(s) checked, "
                f"{out.fixes_wrong} mismatched")

@@ -107,15 +107,16 @@ RULES = {rule.code: rule for rule in [
     Rule("KB030", "literal-exact", "A literal signature is one line with no tabs and no leading or trailing spaces.",
          good='signatures: [{text: "OutOfResources: out of resource: shared memory", kind: exception}]',
          bad='signatures: [{text: "OutOfResources: out of resource: shared memory ", kind: exception}]'),
-    Rule("KB031", "no-controls", "Text, links and versions have no control characters, bidirectional overrides, line separators or Unicode non-characters (U+FFFE, U+FDD0).",
+    Rule("KB031", "no-controls", "Text, links and versions hold nothing a reader cannot see: no control characters, bidirectional overrides, line separators, Unicode non-characters (U+FFFE, U+FDD0), format characters (zero-width space and joiners, U+FEFF, soft hyphen, tag characters), private-use or unassigned code points, fillers and variation selectors, or spaces other than U+0020 (prose may keep the no-break space U+00A0).",
          good='title: "MLA decode runs out of shared memory"',
-         bad='title: "MLA decode runs out of \\u202eshared memory"'),
+         bad='title: "MLA decode runs out of \\u202eshared memory"\n'
+             'signatures: [{text: "OutOfResources: out of re\\u200bsource", kind: exception}]'),
     Rule("KB032", "unique-signature", "A cell lists each signature text once.",
          good="signatures:\n  - {text: 'OutOfResources: out of resource', kind: exception}\n"
               "  - {text: _decode_grouped_att_m_fwd shared memory, kind: symptom}",
          bad="signatures:\n  - {text: 'OutOfResources: out of resource', kind: exception}\n"
              "  - {text: 'OutOfResources: out of resource', kind: log-line}"),
-    Rule("KB033", "public-link", "Links are https URLs of a known public tracker form (GitHub issue, PR, commit, release, docs), the whole value and nothing after it.",
+    Rule("KB033", "public-link", "Links are https URLs of a known public tracker form (GitHub issue, PR, commit, release, docs), the whole value and nothing after it, in ASCII (RFC 3986: any other character percent-encoded; a host in ASCII).",
          good=f"status: {{state: fix-proposed, as_of: 2026-09, source: '{_PR}'}}",
          bad="status: {state: fix-proposed, as_of: 2026-09, source: 'http://example.com/my-notes'}"),
     Rule("KB034", "date", "Dates are real, written YYYY-MM-DD (or YYYY-MM for an as-of month), not before 2000-01-01 and not in the future.",
@@ -144,12 +145,13 @@ RULES = {rule.code: rule for rule in [
          bad=_A + _SIG_A + _REL_A + _B + _SIG_B.replace("]", ",\n             "
                                                        '{text: "RuntimeError: Plan index 3 is invalid", '
                                                        'kind: exception}]', 1) + _REL_B),
-    Rule("KB041", "unique-url", "Two different signature texts never share one URL slug.",
+    Rule("KB041", "unique-url", "Two different signature texts never share one URL slug, and never look the same: no text is another written with look-alike characters (a Cyrillic o, U+043E, for a Latin o; fullwidth or mathematical letters), which would give two pages and URLs that look the same.",
          good="# 'CUDA error: misaligned address' -> e/cuda-error-misaligned-address-f06d32ead0/\n"
               "# 'CUDA Error: misaligned address' -> e/cuda-error-misaligned-address-88d8767a41/",
          bad="# two different texts given one slug (only if the hash in the slug were cut too short)\n"
              "# 'CUDA error: misaligned address' -> e/cuda-error-misaligned-address/\n"
-             "# 'CUDA Error: misaligned address' -> e/cuda-error-misaligned-address/"),
+             "# 'CUDA Error: misaligned address' -> e/cuda-error-misaligned-address/\n"
+             "# 'CUDA error: misaligned \\u0430ddress' (a Cyrillic a): a page that looks like the first"),
     Rule("KB042", "no-raw-html", "Markdown prose has no raw HTML; code goes in backticks; the page would show raw HTML as text, and this rule tells you early.",
          good="mechanism: The `<stdin>` frame is where `_decode_grouped_att_m_fwd` is called.",
          bad="mechanism: The <b>decode</b> kernel asks for too much shared memory."),

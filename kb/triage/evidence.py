@@ -73,7 +73,7 @@ def rules(cells: list[Cell]) -> list[Rule]:
 
 EVIDENCE_MODULES = [
     "kb.triage.evidence", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
-    "kb.records.facets"
+    "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
 ]
 
 

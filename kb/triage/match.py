@@ -90,7 +90,7 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
 
 MATCH_MODULES = [
     "kb.triage.match", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
-    "kb.records.facets"
+    "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
 ]
 
 

@@ -2,6 +2,13 @@
 what varies between runs written as the placeholders of a signature's `match` pattern, and the GPU
 and versions the log names. Nothing else of the log goes in.
 
+What a log line may hold that must not leave the reader's machine (a password in a URL, a
+`*_TOKEN=` value, a bearer token, an API key by its known prefix, a long base64 or hex run, an
+e-mail address) is written `{secret}` first (SECRETS). The issue's title comes from the first
+error line that is not a harmless DEBUG, INFO or WARNING line (a log starts with those), never
+from such a line. An error line that starts with `#` or a backtick is escaped with a backslash,
+so it can neither end the code block nor start a section of the request.
+
 The rules are data in the subset of regular expressions that Python and JavaScript read the same
 way; `kb match` uses them here and the triage page gets them in `triage/patterns.json`, so both
 write the same request from the same log.
@@ -10,18 +17,46 @@ write the same request from the same log.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import BinaryIO
 
 from kb.records.normalise import RULES as NORMALISE
 
 MAX_LINES = 15
 MAX_LINE_CHARS = 400
+SECRET_MARGIN = 200  # characters past the cut that are read for secrets: one cut in two is still found
+UNTITLED = "(say in a few words what failed)"
 
 ERRORISH = r"(error|exception|failed|fatal|xid|assert|traceback|out of memory|illegal|unsupported|not supported)"
 GPU = r"(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]*?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)|RTX PRO \d{4}[A-Za-z ]*|GB10|DGX Spark)"
 VERSION = (r"\b(vllm|sglang|flashinfer(?:-python)?|torch|triton|cudnn|cuda|driver|tensorrt[_-]llm)\b"
            r"(?:[\w ]{0,24}?\bversion\b)?[\s=:_-]*v?(\d+\.\d+[\w.+-]*)")
+
+# Secrets go before anything else, in this order. Every quantifier that could scan far is bounded or
+# starts at a fixed word, so each rule is linear in the line. `mixed`: the match is replaced only
+# when it holds a digit and a letter (a long identifier is no secret; a token or digest has both).
+SECRET = "{secret}"
+SECRETS: list[dict] = [
+    {"name": "password in a URL", "pattern": r"([a-z][a-z0-9+.-]{0,20}://)[^\s/@]{1,200}@", "replacement": "$1{secret}@",
+     "ignore_case": True},
+    {"name": "bearer or basic credentials", "pattern": r"\b(bearer|basic)(\s+)[A-Za-z0-9._~+/-]{1,2000}=*",
+     "replacement": "$1$2{secret}", "ignore_case": True},
+    {"name": "secret variable", "pattern": r"\b([A-Za-z0-9_.-]{0,64}(?:token|key|password|passwd|passphrase|secret|pass|pwd"
+     r"|credentials?|auth))(\s*[=:]\s*)(\"[^\"]{0,500}\"|'[^']{0,500}'|[^\s,;'\"]{1,500})",
+     "replacement": "$1$2{secret}", "ignore_case": True},
+    {"name": "known token prefix", "pattern": r"\b(?:hf_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|sk-|xox[abprs]-|glpat-|AKIA)"
+     r"[A-Za-z0-9_-]{16,500}", "replacement": "{secret}", "ignore_case": False},
+    {"name": "e-mail address", "pattern": r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}",
+     "replacement": "{secret}", "ignore_case": False},
+    {"name": "long base64 or hex run", "pattern": r"[A-Za-z0-9+/_-]{32,2000}={0,2}", "replacement": "{secret}",
+     "ignore_case": False, "mixed": True},
+]
+# The log level of a line, if one of the first words is one: DEBUG, INFO and WARNING lines do not
+# name the issue.
+LEVEL = r"^.{0,60}?\b(DEBUG|INFO|NOTICE|WARNING|WARN|TRACE|ERROR|CRITICAL|FATAL)\b"
+HARMLESS_LEVELS = ("DEBUG", "INFO", "NOTICE", "WARNING", "WARN", "TRACE")
 
 # Log prefixes go first (the normalisation's own rules, applied case-insensitively to the line as
 # printed); then what varies is marked with the placeholders of the pattern grammar (KB044).
@@ -47,22 +82,61 @@ def _compiled():
             re.compile(VERSION, re.I | re.A))
 
 
+@lru_cache(maxsize=1)
+def _secrets():
+    rules = []
+    for rule in SECRETS:
+        pattern = re.compile(rule["pattern"], re.A | (re.I if rule["ignore_case"] else 0))
+        replacement = re.sub(r"\$([0-9])", r"\\\1", rule["replacement"])
+        if rule.get("mixed"):
+            rules.append((pattern, lambda m, r=rule["replacement"]: r if _MIXED(m.group(0)) else m.group(0)))
+        else:
+            rules.append((pattern, replacement))
+    return rules, re.compile(LEVEL, re.A)
+
+
+def _MIXED(text: str) -> bool:
+    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+
+
+def redact(line: str) -> str:
+    """`line` with every secret shape (SECRETS) written `{secret}`."""
+    for pattern, replacement in _secrets()[0]:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def harmless(raw: str) -> bool:
+    """Whether a log line is a DEBUG, INFO or WARNING line (its level among its first words)."""
+    found = _secrets()[1].search(raw)
+    return bool(found) and found.group(1) in HARMLESS_LEVELS
+
+
 def error_line(line: str) -> str:
-    """`line` without its log prefix, the parts that vary written as placeholders."""
+    """`line` without its secrets and its log prefix, the parts that vary written as placeholders; a
+    leading `#` or backtick escaped (it would end the request's code block or start a section)."""
     prefixes, marks, *_ = _compiled()
-    line = line[:MAX_LINE_CHARS]
+    line = redact(line[:MAX_LINE_CHARS + SECRET_MARGIN])[:MAX_LINE_CHARS]
     for pattern, replacement in prefixes:
         line = pattern.sub(replacement, line)
     for pattern, replacement in marks:
         line = pattern.sub(replacement, line)
-    return line.strip(" \t")
+    line = line.strip(" \t")
+    return "\\" + line if line[:1] in ("#", "`") else line
 
 
-def new_cell_text(log: str | Iterable[str]) -> str:
-    """The body of a "new cell" issue for a log (its text, or its lines as they stream), in
-    Markdown: the last MAX_LINES different error-looking lines (a failure ends a log)."""
+@dataclass(frozen=True)
+class Request:
+    title: str  # the issue's title
+    text: str  # its body, in Markdown
+
+
+def new_cell(log: str | Iterable[str]) -> Request:
+    """The "new cell" issue for a log (its text, or its lines as they stream): the last MAX_LINES
+    different error-looking lines (a failure ends a log), in Markdown, and a title from the first
+    of them that is not a harmless DEBUG, INFO or WARNING line."""
     _, _, errorish, gpu, version = _compiled()
-    lines: dict[str, None] = {}  # insertion-ordered set
+    lines: dict[str, bool] = {}  # insertion-ordered set: line -> whether it may name the issue
     gpus: set[str] = set()
     versions: dict[str, str] = {}
     for raw in (log.split("\n") if isinstance(log, str) else log):
@@ -71,7 +145,7 @@ def new_cell_text(log: str | Iterable[str]) -> str:
             line = error_line(raw)
             if line:
                 lines.pop(line, None)
-                lines[line] = None
+                lines[line] = not harmless(raw)
                 if len(lines) > MAX_LINES:
                     del lines[next(iter(lines))]
         gpus.update(m.rstrip(" ") for m in gpu.findall(raw))
@@ -80,18 +154,43 @@ def new_cell_text(log: str | Iterable[str]) -> str:
     gpus = sorted(gpus)
     out = ["### Literal error lines", "",
            "Only the lines of the log that look like errors, without their log prefixes; parts that vary "
-           "between runs are written as placeholders ({int}, {hex}, {size}, {path}, {pid}). Nothing else of "
-           "the log is included.", "", "```text", *(lines or ["(no error-looking line found)"]), "```", "",
+           "between runs are written as placeholders ({int}, {hex}, {size}, {path}, {pid}), and what looks like "
+           "a password, token, key or e-mail address as {secret}. Nothing else of the log is included.", "",
+           "```text", *(lines or ["(no error-looking line found)"]), "```", "",
            "### Environment found in the log", "",
            "- GPU: " + (", ".join(gpus) or "not found in the log"),
            *[f"- {name}: {versions[name]}" for name in sorted(versions)], "",
            "### What you were running", "", "(command line, model, flags)", ""]
-    return "\n".join(out)
+    title = next((line for line, names in lines.items() if names), UNTITLED)
+    return Request("New cell: " + title[:200], "\n".join(out))
+
+
+def bounded_lines(stream: BinaryIO, limit: int = MAX_LINE_CHARS * 4) -> Iterator[str]:
+    """The lines of a binary stream, decoded, each cut to its first `limit` bytes (`new_cell` reads
+    no more of a line): a longer line is read on in bounded pieces up to its newline and the rest
+    dropped, so a log of one 1 GiB line never is one string in memory."""
+    while piece := stream.readline(limit + 1):
+        if len(piece) > limit and not piece.endswith(b"\n"):
+            piece = piece[:limit]
+            while (rest := stream.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass
+        yield piece.decode("utf-8", "replace")
+
+
+def from_stream(stream: BinaryIO) -> Request:
+    """`new_cell` of a log read from a binary stream, in bounded memory (`bounded_lines`)."""
+    return new_cell(bounded_lines(stream))
+
+
+def new_cell_text(log: str | Iterable[str]) -> str:
+    """The body of `new_cell`."""
+    return new_cell(log).text
 
 
 def export() -> dict:
     """The rules for the triage page (same order and meaning as above)."""
-    return {"max_lines": MAX_LINES, "max_line_chars": MAX_LINE_CHARS, "errorish": ERRORISH, "gpu": GPU,
-            "version": VERSION,
+    return {"max_lines": MAX_LINES, "max_line_chars": MAX_LINE_CHARS, "secret_margin": SECRET_MARGIN,
+            "errorish": ERRORISH, "gpu": GPU, "version": VERSION, "secrets": SECRETS, "level": LEVEL,
+            "harmless_levels": list(HARMLESS_LEVELS), "untitled": UNTITLED,
             "prefixes": [{"name": n, "pattern": p, "replacement": r} for n, p, r in _PREFIXES],
             "placeholders": [{"name": n, "pattern": p, "replacement": r} for n, p, r in PLACEHOLDERS]}

@@ -155,25 +155,45 @@
   }
 
   // The new-cell request: the same rules and text as `kb match` (kb/triage/request.py), exported in
-  // patterns.json: the last error-looking lines without their log prefixes, varying parts as the
-  // pattern grammar's placeholders, the GPU and versions named; nothing else of the log.
+  // patterns.json: secrets written {secret} first, the last error-looking lines without their log
+  // prefixes, varying parts as the pattern grammar's placeholders, the GPU and versions named;
+  // nothing else of the log. The title is the first error line that is no DEBUG, INFO or WARNING line.
   function compileRequest(r) {
     return {
-      maxLines: r.max_lines, maxChars: r.max_line_chars,
+      maxLines: r.max_lines, maxChars: r.max_line_chars, margin: r.secret_margin, untitled: r.untitled,
       errorish: new RegExp(r.errorish, "i"), gpu: new RegExp(r.gpu, "g"), version: new RegExp(r.version, "gi"),
+      level: new RegExp(r.level), harmless: r.harmless_levels,
+      secrets: r.secrets.map(function (p) {
+        var regex = new RegExp(p.pattern, p.ignore_case ? "gi" : "g");
+        if (!p.mixed) return [regex, p.replacement];
+        // Only a run holding a digit and a letter is a secret (a long identifier is not).
+        return [regex, function (run) { return /[0-9]/.test(run) && /[A-Za-z]/.test(run) ? p.replacement : run; }];
+      }),
       prefixes: r.prefixes.map(function (p) { return [new RegExp(p.pattern, "gi"), p.replacement]; }),
       placeholders: r.placeholders.map(function (p) { return [new RegExp(p.pattern, "g"), p.replacement]; })
     };
   }
 
-  function errorLine(q, line) {
-    line = line.slice(0, q.maxChars);
-    q.prefixes.concat(q.placeholders).forEach(function (rule) { line = line.replace(rule[0], rule[1]); });
-    return line.replace(/^[ \t]+|[ \t]+$/g, "");
+  function redact(q, line) {
+    q.secrets.forEach(function (rule) { line = line.replace(rule[0], rule[1]); });
+    return line;
   }
 
-  function newCellText(q, text) {
-    var lines = [], gpus = {}, versions = {}, m;
+  function harmless(q, raw) {
+    var found = q.level.exec(raw);
+    return !!found && q.harmless.indexOf(found[1]) >= 0;
+  }
+
+  function errorLine(q, line) {
+    line = redact(q, line.slice(0, q.maxChars + q.margin)).slice(0, q.maxChars);
+    q.prefixes.concat(q.placeholders).forEach(function (rule) { line = line.replace(rule[0], rule[1]); });
+    line = line.replace(/^[ \t]+|[ \t]+$/g, "");
+    // A leading # or backtick would start a section or end the code block: escaped.
+    return /^[#`]/.test(line) ? "\\" + line : line;
+  }
+
+  function newCell(q, text) {
+    var lines = [], names = {}, gpus = {}, versions = {}, m;
     text.split("\n").forEach(function (raw) {
       raw = raw.replace(/\r$/, "").slice(0, q.maxChars * 4);
       if (q.errorish.test(raw)) {
@@ -182,6 +202,7 @@
           var at = lines.indexOf(line);
           if (at >= 0) lines.splice(at, 1);
           lines.push(line);
+          names[line] = !harmless(q, raw);
           if (lines.length > q.maxLines) lines.shift();
         }
       }
@@ -191,26 +212,41 @@
     });
     var out = ["### Literal error lines", "",
       "Only the lines of the log that look like errors, without their log prefixes; parts that vary " +
-      "between runs are written as placeholders ({int}, {hex}, {size}, {path}, {pid}). Nothing else of " +
-      "the log is included.", "", "```text"].concat(lines.length ? lines : ["(no error-looking line found)"]);
+      "between runs are written as placeholders ({int}, {hex}, {size}, {path}, {pid}), and what looks like " +
+      "a password, token, key or e-mail address as {secret}. Nothing else of the log is included.", "",
+      "```text"].concat(lines.length ? lines : ["(no error-looking line found)"]);
     out.push("```", "", "### Environment found in the log", "",
              "- GPU: " + (Object.keys(gpus).sort().join(", ") || "not found in the log"));
     Object.keys(versions).sort().forEach(function (k) { out.push("- " + k + ": " + versions[k]); });
     out.push("", "### What you were running", "", "(command line, model, flags)", "");
-    return out.join("\n");
+    var title = lines.filter(function (line) { return names[line]; })[0] || q.untitled;
+    return { title: "New cell: " + title.slice(0, 200), text: out.join("\n") };
+  }
+
+  // The request's sections, by their headings alone on a line, each heading taken once and in
+  // order: a "### ..." inside a section's text (an error line is escaped anyway) starts nothing.
+  var SECTIONS = ["Literal error lines", "Environment found in the log", "What you were running"];
+
+  function sections(text) {
+    var found = {}, next = 0, current = null;
+    text.split("\n").forEach(function (line) {
+      var heading = next < SECTIONS.length && line.replace(/[ \t]+$/, "") === "### " + SECTIONS[next];
+      if (heading) { current = SECTIONS[next++]; found[current] = []; return; }
+      if (current !== null) found[current].push(line);
+    });
+    SECTIONS.forEach(function (name) { found[name] = (found[name] || []).join("\n").trim(); });
+    return found;
   }
 
   // The issue form's fields (.github/ISSUE_TEMPLATE/new-cell.yml) from the text as the reader left it.
-  function issueUrl(base, text) {
-    var section = function (heading) {
-      var found = text.split("### " + heading)[1];
-      return found === undefined ? "" : found.split("\n### ")[0].trim();
-    };
-    var lines = section("Literal error lines").replace(/^[\s\S]*?```text\n|\n```[\s\S]*$/g, "");
-    var params = new URLSearchParams({ template: "new-cell.yml",
-      title: "New cell: " + (lines.split("\n")[0] || "").slice(0, 200),
-      "error-lines": lines || text, environment: section("Environment found in the log"),
-      "what-you-ran": section("What you were running") });
+  function issueUrl(base, title, text) {
+    var parts = sections(text);
+    var body = parts["Literal error lines"];
+    var open = body.indexOf("```text\n"), close = open >= 0 ? body.indexOf("\n```", open + 8) : -1;
+    var lines = open >= 0 ? body.slice(open + 8, close >= 0 ? close : body.length) : "";
+    var params = new URLSearchParams({ template: "new-cell.yml", title: title,
+      "error-lines": lines || text, environment: parts["Environment found in the log"],
+      "what-you-ran": parts["What you were running"] });
     return base + "?" + params.toString();
   }
 
@@ -240,8 +276,10 @@
     status.textContent = hits.length ? hits.length + " matching cell" + (hits.length === 1 ? "" : "s")
       : "No cell matches this log.";
     fresh.hidden = hits.length > 0;
-    issue.value = hits.length ? "" : newCellText(engineNow.request, text);
-    if (open) open.href = hits.length ? "#" : issueUrl(open.getAttribute("data-base"), issue.value);
+    var request = hits.length ? { title: "", text: "" } : newCell(engineNow.request, text);
+    issue.value = request.text;
+    issue.setAttribute("data-title", request.title);
+    if (open) open.href = hits.length ? "#" : issueUrl(open.getAttribute("data-base"), request.title, issue.value);
     form.setAttribute("data-results", JSON.stringify(hits.map(function (h) {
       return { entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url };
     })));
@@ -258,7 +296,7 @@
   form.addEventListener("submit", function (event) { event.preventDefault(); run(log.value); });
   // The reader edits the request before it leaves the page: the link follows the text.
   issue.addEventListener("input", function () {
-    if (open) open.href = issueUrl(open.getAttribute("data-base"), issue.value);
+    if (open) open.href = issueUrl(open.getAttribute("data-base"), issue.getAttribute("data-title") || "", issue.value);
   });
   file.addEventListener("change", function () {
     if (file.files[0]) file.files[0].text().then(function (text) { log.value = text; run(text); });
