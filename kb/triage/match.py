@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO, Iterator
 import ahocorasick_rs
 
 from kb.records import normalise, patterns
+from kb.triage import logfacts
 
 if TYPE_CHECKING:  # the check and the catalog load only when the cached rules cannot be used
     from kb.records.problems import Problem
@@ -430,6 +431,7 @@ def export(rule_list: list[Rule]) -> dict:
         "window": WINDOW,
         "passes": normalise.MAX_PASSES,
         "normalise": normalise.export(),
+        "logfacts": logfacts.export(),
         "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
                    "anchor": r.anchor, "words": list(r.words), "weight": r.weight, "url": r.url, "title": r.title}
                   for r in rule_list],

@@ -4,6 +4,79 @@
 // against the compiled signature patterns.
 (function () {
   "use strict";
+
+  // Facts from the log (kb/triage/logfacts.py): the same table of rules, exported in patterns.json
+  // as `logfacts`, run on each raw line; tests/vectors/logfacts.json holds the vectors both pass.
+  function logFacts(d, text) {
+    var rules = d.rules.map(function (r) { return { fact: r.fact, regex: new RegExp(r.pattern, "gi") }; });
+    var ignore = new RegExp(d.ignore, "i");
+    var models = d.models.map(function (m) { return [new RegExp(m.pattern, "i"), m.capability]; });
+    var out = { gpus: null, driver_version: null, cuda_driver_version: null, cuda_runtime_version: null,
+                packages: {}, lines: {} };
+    var strong = [], weak = [];
+    function archCapability(digits) {
+      if (digits.length === 2) return digits[0] + "." + digits[1];
+      return digits[0] === "1" ? digits.slice(0, 2) + "." + digits[2] : digits[0] + "." + digits[1];
+    }
+    function model(name) {
+      for (var i = 0; i < models.length; i++) if (models[i][0].test(name)) return models[i][1];
+      return null;
+    }
+    var keys = { "driver": "driver_version", "cuda-driver": "cuda_driver_version",
+                 "cuda-runtime": "cuda_runtime_version", "cuda-toolkit": "packages.cuda-toolkit" };
+    text.split("\n").forEach(function (raw, i) {
+      var line = raw.slice(0, d.line_limit), number = i + 1, m;
+      rules.forEach(function (rule) {
+        rule.regex.lastIndex = 0;
+        if (rule.fact === "arch") {
+          var found = [];
+          while ((m = rule.regex.exec(line)) !== null) found.push(m[1]);
+          var distinct = found.filter(function (x, k) { return found.indexOf(x) === k; });
+          if (found.length && distinct.length <= d.max_listed && !ignore.test(line)) {
+            distinct.forEach(function (digits) { weak.push({ name: null, compute_capability: archCapability(digits), line: number }); });
+          }
+          return;
+        }
+        while ((m = rule.regex.exec(line)) !== null) {
+          if (m[0] === "") { rule.regex.lastIndex++; continue; }
+          if (rule.fact === "gpu") {
+            var name = m[0].replace(/\s+/g, " ").trim(), cc = model(name);
+            if (cc) strong.push({ name: name, compute_capability: cc, line: number });
+          } else if (rule.fact === "capability") {
+            strong.push({ name: null, compute_capability: parseInt(m[1], 10) + "." + m[2], line: number });
+          } else if (rule.fact.indexOf("package") === 0) {
+            var pkg = rule.fact.split(":")[1] || m[1].toLowerCase();
+            pkg = Object.prototype.hasOwnProperty.call(d.packages, pkg) ? d.packages[pkg] : pkg;
+            if (!Object.prototype.hasOwnProperty.call(out.packages, pkg)) {
+              out.packages[pkg] = m[m.length - 1];
+              out.lines["packages." + pkg] = number;
+            }
+          } else {
+            var key = keys[rule.fact];
+            if (key in out.lines) continue;
+            out.lines[key] = number;
+            if (key.indexOf("packages.") === 0) { out.packages["cuda-toolkit"] = m[1]; continue; }
+            out[key] = m[1];
+            if (key === "cuda_runtime_version" && !("cuda" in out.packages)) out.packages.cuda = m[1];
+          }
+        }
+      });
+    });
+    var gpus = strong.length ? strong : weak;
+    if (gpus.length) {
+      var seen = {}, order = [], named = {};
+      function arch(g) { var p = g.compute_capability.split("."); return "sm_" + parseInt(p[0], 10) + parseInt(p[1], 10); }
+      gpus.forEach(function (g) {
+        var k = JSON.stringify([g.name, arch(g)]);
+        if (!(k in seen)) { seen[k] = g; order.push(g); if (g.name) named[arch(g)] = true; }
+      });
+      out.gpus = order.filter(function (g) { return g.name || !named[arch(g)]; });
+      out.gpus.forEach(function (g, k) { out.lines["gpus." + k] = g.line; });
+    }
+    return out;
+  }
+  window.kbLogFacts = { read: logFacts };
+
   var form = document.getElementById("kb-triage");
   if (!form) return;
   var log = document.getElementById("kb-triage-log");

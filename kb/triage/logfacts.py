@@ -1,0 +1,196 @@
+"""Facts from a log: what a pasted log says about its machine (GPUs, architecture, driver, versions).
+
+One table of rules (`RULES`), each a regular expression in the subset Python's `re` and
+JavaScript's RegExp read alike (ASCII classes, lookahead only), applied case-insensitively to each
+raw line; the triage page runs the same table (`export()`, read by `kbLogFacts` in kb-triage.js)
+and tests/vectors/logfacts.json holds the vectors both are tested on. What a rule gives:
+
+- `gpu`: a GPU name; its compute capability comes from `MODELS` (NVIDIA's published capabilities,
+  https://developer.nvidia.com/cuda-gpus).
+- `capability`: a capability stated as numbers (`compute capability 12.0`, `capability (12, 0)`).
+- `arch`: an architecture name (`sm_90`, `SM_100`, `sm_110a`, `compute_120`); weaker than the two
+  above, used only when the log names no GPU or capability, and never from a line that lists
+  several architectures or a build's target list (`IGNORE`): those say what was built, not what ran.
+- `driver`, `cuda-driver`, `cuda-runtime`, `cuda-toolkit`: nvidia-smi, collect_env and nvcc lines.
+- `package`: a version as vLLM, SGLang, FlashInfer, torch and Triton print it, or pip lists it.
+
+The result has the fields `kb.doctor.facts.Facts` has (`as_facts()` gives that shape), so
+`kb.records.verdict.judge` decides a cell on it as on a probed machine, and it keeps for each fact
+the number of the line it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z])"
+
+# (name, fact, pattern, example). Group 1 is the value; a capability has major in 1, minor in 2.
+RULES: list[tuple[str, str, str, str]] = [
+    ("gpu name", "gpu", r"\b(?:nvidia|tesla)(?: geforce)? (?:rtx |gtx |jetson (?:agx )?)?[a-z]{0,3}[0-9]{1,4}[a-z0-9-]*(?: ti| super| laptop gpu| [0-9]+gb(?: hbm[0-9a-z]*)?)*(?: blackwell(?: [a-z -]{0,40}edition)?)?",
+     "| 0  NVIDIA GeForce RTX 5090   On |"),
+    ("jetson thor", "gpu", r"\bnvidia (?:jetson )?(?:agx )?thor\b", "NVIDIA Jetson AGX Thor"),
+    ("compute capability", "capability", r"\bcompute capability:? *\(?([0-9]{1,2})[.,] ?([0-9])\b", "compute capability 12.0"),
+    ("capability tuple", "capability", r"\bcapability[ =:]*\(([0-9]{1,2}), ?([0-9])\)", "capability (12, 0)"),
+    ("architecture name", "arch", r"\b(?:sm|compute)_?([0-9]{2,3})[af]?\b", "sm_120a"),
+    ("nvidia-smi driver", "driver", r"\bdriver version *:? *([0-9]{2,3}\.[0-9]{2,3}(?:\.[0-9]{2,3})?)\b", "Driver Version: 580.95.05"),
+    ("nvidia-smi cuda", "cuda-driver", r"\bcuda version *:? *([0-9]{1,2}\.[0-9]{1,2})\b", "CUDA Version: 13.0"),
+    ("torch build cuda", "cuda-runtime", r"\bcuda used to build pytorch *: *([0-9]{1,2}\.[0-9]{1,2})\b", "CUDA used to build PyTorch: 12.8"),
+    ("nvcc release", "cuda-toolkit", r"\bcuda compilation tools, release [0-9.]+, v([0-9]+\.[0-9]+\.[0-9]+)\b",
+     "Cuda compilation tools, release 12.8, V12.8.93"),
+    ("vllm api server", "package:vllm", r"\bvllm api server version " + VERSION, "vLLM API server version 0.11.0"),
+    ("vllm engine", "package:vllm", r"\bllm engine \(v" + VERSION, "Initializing a V1 LLM engine (v0.11.0) with config"),
+    ("pytorch version", "package:torch", r"\bpytorch version *: *" + VERSION, "PyTorch version: 2.9.0+cu128"),
+    ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel)(?:==| +version *:? *| +v?)" + VERSION,
+     "torch 2.9.0+cu128"),
+]
+# Lines that name architectures a build targets or a wheel supports, not the one that ran.
+IGNORE = r"gencode|arch_list|arch list|capabilities|supported arch|--gpu-architecture|cuda_arch"
+# GPU model (in the matched name) -> compute capability; first that matches wins.
+MODELS: list[tuple[str, str]] = [
+    (r"\bgb10\b|dgx spark", "12.1"),
+    (r"\brtx 50[0-9]0\b|\brtx pro [0-9]{4}.*blackwell", "12.0"),
+    (r"\bthor\b", "11.0"),
+    (r"\bg?b300\b", "10.3"),
+    (r"\bg?b[12]00\b", "10.0"),
+    (r"\bg?h(?:100|200|800|20)\b", "9.0"),
+    (r"\brtx 40[0-9]0\b|\bl40s?\b|\bl4\b|\brtx 6000 ada\b", "8.9"),
+    (r"\brtx 30[0-9]0\b|\ba(?:10|40|2|16)\b|\brtx a[0-9]000\b", "8.6"),
+    (r"\ba(?:100|800|30)\b", "8.0"),
+    (r"\bt4\b|\brtx 20[0-9]0\b", "7.5"),
+    (r"\bv100", "7.0"),
+    (r"\bp100\b", "6.0"),
+    (r"\bgtx 9[0-9]0\b|\btesla m(?:4|40|60)\b", "5.2"),
+]
+PACKAGES = {"flashinfer-python": "flashinfer", "pytorch-triton": "triton", "sgl_kernel": "sgl-kernel"}
+MAX_LISTED = 2  # a line naming more architectures than this lists them
+
+
+@dataclass
+class LogGpu:
+    name: str | None
+    compute_capability: str | None
+    line: int
+
+    @property
+    def architecture(self) -> str | None:
+        return capability_arch(self.compute_capability)
+
+
+@dataclass
+class LogFacts:
+    """What the log says; None / absent where it says nothing. `lines`: fact -> line number."""
+
+    gpus: list[LogGpu] | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    cuda_runtime_version: str | None = None
+    packages: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def as_facts(self) -> dict:
+        """The facts in `kb.doctor.facts.Facts` form (a facts file), line numbers aside."""
+        gpus = None if self.gpus is None else [{"name": g.name, "compute_capability": g.compute_capability}
+                                               for g in self.gpus]
+        return {"facts_version": 1, "gpus": gpus, "driver_version": self.driver_version,
+                "cuda_driver_version": self.cuda_driver_version, "cuda_runtime_version": self.cuda_runtime_version,
+                "packages": dict(self.packages)}
+
+    def as_json(self) -> dict:
+        out = self.as_facts()
+        out["gpus"] = None if self.gpus is None else [g | {"line": x.line} for g, x in zip(out["gpus"], self.gpus)]
+        del out["facts_version"]
+        out["lines"] = dict(sorted(self.lines.items()))
+        return out
+
+
+def capability_arch(capability: str | None) -> str | None:
+    match = re.fullmatch(r"([0-9]+)\.([0-9]+)", capability or "")
+    return f"sm_{int(match.group(1))}{int(match.group(2))}" if match else None
+
+
+def _arch_capability(digits: str) -> str:
+    """'90' -> '9.0', '120' -> '12.0', '110' -> '11.0'; '700' (SM_700) -> '7.0'."""
+    if len(digits) == 2:
+        return f"{digits[0]}.{digits[1]}"
+    if digits[0] == "1":
+        return f"{digits[:2]}.{digits[2]}"
+    return f"{digits[0]}.{digits[1]}"
+
+
+@lru_cache(maxsize=1)
+def _compiled():
+    return ([(name, fact, re.compile(pattern, re.I)) for name, fact, pattern, _ in RULES], re.compile(IGNORE, re.I),
+            [(re.compile(pattern, re.I), cc) for pattern, cc in MODELS])
+
+
+def model_capability(name: str) -> str | None:
+    for pattern, cc in _compiled()[2]:
+        if pattern.search(name):
+            return cc
+    return None
+
+
+def read(lines) -> LogFacts:
+    """The facts of a log given as lines (str), numbered from 1."""
+    rules, ignore, _ = _compiled()
+    out = LogFacts()
+    strong: list[LogGpu] = []
+    weak: list[LogGpu] = []
+    for number, raw in enumerate(lines, 1):
+        line = raw[:4096]
+        for _, fact, regex in rules:
+            if fact == "arch":
+                found = regex.findall(line)
+                if found and len(set(found)) <= MAX_LISTED and not ignore.search(line):
+                    for digits in dict.fromkeys(found):
+                        weak.append(LogGpu(None, _arch_capability(digits), number))
+                continue
+            for match in regex.finditer(line):
+                if fact == "gpu":
+                    name = re.sub(r"\s+", " ", match.group(0)).strip()
+                    cc = model_capability(name)
+                    if cc:
+                        strong.append(LogGpu(name, cc, number))
+                elif fact == "capability":
+                    strong.append(LogGpu(None, f"{int(match.group(1))}.{match.group(2)}", number))
+                elif fact.startswith("package"):
+                    package = fact.partition(":")[2] or match.group(1).lower()
+                    package = PACKAGES.get(package, package)
+                    if package not in out.packages:
+                        out.packages[package] = match.groups()[-1]
+                        out.lines[f"packages.{package}"] = number
+                else:
+                    key = {"driver": "driver_version", "cuda-driver": "cuda_driver_version",
+                           "cuda-runtime": "cuda_runtime_version", "cuda-toolkit": "packages.cuda-toolkit"}[fact]
+                    if key not in out.lines:
+                        out.lines[key] = number
+                        if key.startswith("packages."):
+                            out.packages["cuda-toolkit"] = match.group(1)
+                        else:
+                            setattr(out, key, match.group(1))
+                            if key == "cuda_runtime_version":
+                                out.packages.setdefault("cuda", match.group(1))
+    gpus = strong or weak
+    if gpus:
+        seen: dict[tuple, LogGpu] = {}
+        for gpu in gpus:
+            seen.setdefault((gpu.name, gpu.architecture) if gpu.name else (None, gpu.architecture), gpu)
+        named = {g.architecture for g in seen.values() if g.name}
+        out.gpus = [g for g in seen.values() if g.name or g.architecture not in named]
+        for i, gpu in enumerate(out.gpus):
+            out.lines[f"gpus.{i}"] = gpu.line
+    return out
+
+
+def read_text(text: str) -> LogFacts:
+    return read(text.split("\n"))
+
+
+def export() -> dict:
+    """The rules for the triage page (kbLogFacts in kb-triage.js)."""
+    return {"rules": [{"name": n, "fact": f, "pattern": p} for n, f, p, _ in RULES], "ignore": IGNORE,
+            "models": [{"pattern": p, "capability": c} for p, c in MODELS], "packages": PACKAGES,
+            "max_listed": MAX_LISTED, "line_limit": 4096}

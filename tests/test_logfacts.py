@@ -1,0 +1,51 @@
+"""Facts from a log (kb.triage.logfacts): the same answers in Python and in the triage page."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from browser import serve
+from conftest import ROOT
+from kb.triage import logfacts
+
+VECTORS = json.loads((ROOT / "tests" / "vectors" / "logfacts.json").read_text(encoding="utf-8"))["vectors"]
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
+def test_logfacts_vectors(vector):
+    assert logfacts.read(vector["log"]).as_json() == vector["facts"]
+
+
+@pytest.mark.parametrize("rule", logfacts.RULES, ids=lambda r: r[0])
+def test_each_rule_reads_its_example(rule):
+    _, _, pattern, example = rule
+    assert re.search(pattern, example, re.I)
+
+
+def test_facts_convert_to_kb_doctors_facts():
+    from kb.doctor.facts import Facts
+
+    facts = Facts(**logfacts.read(VECTORS[2]["log"]).as_facts())
+    assert [g.architecture for g in facts.gpus] == ["sm_70"]
+    assert facts.packages["torch"] == "2.5.1+cu118"
+
+
+def test_a_list_of_architectures_names_no_gpu():
+    facts = logfacts.read(["The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_80 sm_90."])
+    assert facts.gpus is None
+
+
+def test_triage_page_reads_the_same_facts(live_site, page):
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        got = page.evaluate("""async (vectors) => {
+          const form = document.getElementById("kb-triage");
+          const url = new URL(form.getAttribute("data-patterns"), document.baseURI);
+          const data = await (await fetch(url)).json();
+          return vectors.map(v => kbLogFacts.read(data.logfacts, v.log.join("\\n")));
+        }""", VECTORS)
+    for vector, facts in zip(VECTORS, got):
+        assert facts == vector["facts"], vector["name"]
