@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import random
 import shutil
 import sys
@@ -364,8 +365,11 @@ def cell(seed: int, index: int, used: set[str]) -> tuple[str, dict]:
             fixed = versions[-1]
             component["affected"] = f">={versions[0]},<{fixed}"
             component["fixed_in"] = fixed
+            # A fixed_in names the change that holds it (KB061); the draws stay as they were.
             if rng.random() < 0.3:
                 component["fixed_commit"] = f"{rng.randrange(16 ** 10):010x}"
+            else:
+                component["fixed_commit"] = hashlib.sha1(f"{seed}:{index}:{package}".encode()).hexdigest()[:10]
         elif rng.random() < 0.3:
             component["affected"] = f">={rng.choice(versions)}"
         if rng.random() < 0.6:

@@ -407,6 +407,11 @@ class Component(Record):
         if self.fixed_by and not (self.fixed_in or self.fixed_commit):
             _fail("KB056", "fixed_by names the pull request that fixes it but not where the fix is: add fixed_in "
                   "(the first release that contains it) or fixed_commit (its merge commit on main)")
+        if self.fixed_in and not (self.fixed_by or self.fixed_commit):
+            _fail("KB061", "fixed_in {version} says which release holds a fix but not which fix: add fixed_by (the "
+                  "merged pull request) or fixed_commit (its merge commit), the commit `git tag --contains` was "
+                  "run on; without one, drop fixed_in and give the release as a claim with confirmed: false",
+                  version=repr(self.fixed_in))
         return self
 
 

@@ -30,6 +30,8 @@ from conftest import FIXTURES, ROOT
 SPOOF = FIXTURES / "hostile" / "spoof"
 GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
 GOOD_DATA = load.load(GOOD).data
+# A fixed_in needs the change that holds it (KB061): the fields below set fixed_in on components[0].
+GOOD_DATA["components"][0].setdefault("fixed_commit", "0037a9c11")
 ORIGINAL = "PleOffload: registered 1 PleOffloadLayer(s)"
 
 # Each string field's kind of validator, as in tests/test_hostile_entries.py.

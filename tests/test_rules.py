@@ -331,7 +331,7 @@ def _links(*kinds_states: tuple[str, str]) -> str:
                                    for k, s in kinds_states)
 
 
-COMPONENT_FIXED_IN = "components: [{package: vllm, role: triggers, fixed_in: 0.12.0}]\n"
+COMPONENT_FIXED_IN = "components: [{package: vllm, role: triggers, fixed_in: 0.12.0, fixed_commit: 0037a9c11}]\n"
 COMPONENT_FIXED_COMMIT = "components: [{package: vllm, role: triggers, fixed_commit: 1a2b3c4}]\n"
 
 
@@ -373,7 +373,7 @@ def _fixed(fixed_in: str | None, *, by: str | None = FIX_PR, merged: bool = True
 
 @pytest.mark.parametrize("fragment, found", [
     (_fixed("0.6.18"), []),
-    (_fixed("0.6.18", by=None), []),
+    (_fixed("0.6.18", by=None), [("KB061", "components[0]")]),  # a release, but of which fix?
     (_fixed("0.6.18rc7"), [("KB057", "status.state")]),
     (_fixed("0.6.18.dev20260901"), [("KB057", "status.state")]),
     (_fixed(None), [("KB057", "status.state")]),

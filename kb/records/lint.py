@@ -195,6 +195,7 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
                                                 f"URL slug {key!r} is shared with a different text; reword one",
                                                 "KB041", signature.text))
     problems.extend(_spelled_alike(owners))
+    problems.extend(_same_words(cells))
     problems.extend(_look_alikes(cells, cache))
     problems.extend(_one_way_related(cells))
     problems.extend(_status_against_links(cells))
@@ -265,6 +266,33 @@ def _evidence_in_record(cells: list[Cell]) -> list[Problem]:
 
 # KB046: `kb new` writes prose placeholders as TODO markers; literal signatures are exempt
 # (they are copied as printed, and a real error line may say TODO).
+MAX_SAME_WORDS = 8  # signatures in the whole index that may hold one set of three or more words
+
+
+def _same_words(cells: list[Cell]) -> list[Problem]:
+    """KB062: few signatures hold the same words in other orders. Matching and the look-alike
+    check file each pattern under its rarest word and try every text that holds it, so thousands
+    of signatures made of one word set (every order of eight words) make both quadratic: a
+    `kb check` of minutes and a triage page that hangs the reader's tab."""
+    held: dict[frozenset, list[tuple[Cell, int]]] = defaultdict(list)
+    for cell in cells:
+        for i, signature in enumerate(cell.entry.signatures):
+            words = frozenset(_TOKEN.findall(confusables.fold(signature.text).lower()))
+            if len(words) >= 3:
+                held[words].append((cell, i))
+    problems = []
+    for words, where in held.items():
+        if len(where) > MAX_SAME_WORDS:
+            for cell, i in where[MAX_SAME_WORDS:]:
+                loc = ("signatures", i, "text")
+                problems.append(Problem(
+                    cell.path, cell.line_of(loc), dotted(loc),
+                    f"{len(where)} signatures in the index hold exactly these words in some order (at most "
+                    f"{MAX_SAME_WORDS} may): keep the forms people paste and write the rest as one `match:` pattern",
+                    "KB062", cell.entry.signatures[i].text))
+    return problems
+
+
 TODO = re.compile(r"\bTODO\b")
 
 

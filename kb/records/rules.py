@@ -123,7 +123,7 @@ RULES = {rule.code: rule for rule in [
          good="published: 2026-02-28\nupdated: 2026-12-02",
          bad="published: 2026-02-30\nupdated: 2026-12-02"),
     Rule("KB035", "version", "Version ranges are PEP 440 specifiers and versions are PEP 440 versions.",
-         good="components: [{package: flashinfer, role: raises, affected: '>=0.6.0,<0.6.18', fixed_in: 0.6.18.post1}]",
+         good="components: [{package: flashinfer, role: raises, affected: '>=0.6.0,<0.6.18', fixed_in: 0.6.18.post1, fixed_commit: 3e96dfa35}]",
          bad="components: [{package: flashinfer, role: raises, affected: '0.6.x', fixed_in: soon}]"),
     Rule("KB036", "related-exists", "A related id names an existing cell.",
          good=_A + _SIG_A + _REL_A + _B + _SIG_B + _REL_B,
@@ -203,9 +203,9 @@ RULES = {rule.code: rule for rule in [
          bad=_A + _SIG_A + _FIX_A + _B + _SIG_B + _FIX_A.replace("fixed_in: 0.6.18}", "fixed_in: 0.6.18.post1}")),
     Rule("KB057", "fixed-release-version", "Status fixed-release names its release: a component has fixed_in, the first final release (not an rc or dev build) that contains the fix.",
          good=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
-              "components: [{package: vllm, role: raises, fixed_in: 0.11.1}]",
+              "components: [{package: vllm, role: raises, fixed_in: 0.11.1, fixed_commit: 3e96dfa35}]",
          bad=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
-             "components: [{package: vllm, role: raises, fixed_in: 0.11.1rc2}]"),
+             "components: [{package: vllm, role: raises, fixed_in: 0.11.1rc2, fixed_commit: 3e96dfa35}]"),
     Rule("KB058", "evidence-terms", "An evidence item names 2 to 6 distinct terms, each one code identifier of 6 to 80 characters (A-Z a-z 0-9 _ . / : = -) that looks like code: an '_', '.', '/', a digit or a CamelCase hump, never a plain word; its window is 2 to 200 lines.",
          good="evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], window: 20}",
          bad="evidence:\n  - {terms: [_decode_grouped_att_m_fwd, Hardware], window: 20}"),
@@ -215,6 +215,12 @@ RULES = {rule.code: rule for rule in [
     Rule("KB060", "evidence-in-record", "Evidence is taken from the record, never invented: each term, and each digit run of a number, is written elsewhere in the same record, next to the source that shows it.",
          good='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], numbers: ["102400"]}',
          bad='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, fused_moe_kernel], numbers: ["102400"]}'),
+    Rule("KB061", "fixed-in-names-its-fix", "A component's fixed_in is the first release that contains a named fix: the same component gives fixed_by (the merged pull request) or fixed_commit (its merge commit), the commit whose tags were checked (`git tag --contains`, and the final release before it does not contain it). A release read from a thread's words alone is a claim with confirmed: false, not fixed_in.",
+         good="components: [{package: flashinfer, role: raises, fixed_in: 0.6.15, fixed_commit: c22b65b9f}]",
+         bad="components: [{package: flashinfer, role: raises, fixed_in: 0.6.14}]"),
+    Rule("KB062", "few-signatures-one-word-set", "At most 8 signatures in the whole index hold the same set of three or more words in other orders: matching and the look-alike check try each such text against every such pattern, so many of them make kb check, kb match and the triage page quadratic. Write the other forms as one match: pattern.",
+         good='signatures:\n  - {text: "launch failed kernel sm_120", kind: log-line}\n  - {text: "failed launch kernel sm_120", kind: log-line}\n  - {text: "kernel launch failed sm_120", kind: log-line}\n  - {text: "sm_120 launch failed kernel", kind: log-line}\n  - {text: "launch kernel failed sm_120", kind: log-line}\n  - {text: "launch sm_120 kernel failed", kind: log-line}\n  - {text: "failed kernel launch sm_120", kind: log-line}\n  - {text: "failed sm_120 launch kernel", kind: log-line}\n',
+         bad='signatures:\n  - {text: "launch failed kernel sm_120", kind: log-line}\n  - {text: "failed launch kernel sm_120", kind: log-line}\n  - {text: "kernel launch failed sm_120", kind: log-line}\n  - {text: "sm_120 launch failed kernel", kind: log-line}\n  - {text: "launch kernel failed sm_120", kind: log-line}\n  - {text: "launch sm_120 kernel failed", kind: log-line}\n  - {text: "failed kernel launch sm_120", kind: log-line}\n  - {text: "failed sm_120 launch kernel", kind: log-line}\n  - {text: "kernel failed launch sm_120", kind: log-line}\n'),
     # The redirects file and the site as a whole (kb.records.redirects, kb.site.urls): checked
     # by `kb check` on the repository's entries and by `kb build` before the engine runs.
     Rule("KB070", "redirect-url", "Each line of kb/redirects.yaml maps a site URL to a site URL, both in the form the site's own URLs take: relative to the site root (no leading '/'), segments of letters, digits and - . _ ~ only (no '..', '.', '//', '\\', '%', space or invisible character), a page in directory form 'x/' or a .json export.",
