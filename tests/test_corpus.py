@@ -1,0 +1,131 @@
+"""The real-log corpus (tests/corpus/): logs copied verbatim from public GitHub issues and pulls.
+
+The corpus itself is checked here (every log listed once, sources are issue or pull URLs, expected
+cells exist, enough positives and negatives, files small), and the real CLI (`kb match --json`)
+runs over every log: each positive marked `today: first` in expected.yaml must keep its cell
+first. The accuracy figures over the whole corpus are bench/triage_corpus.py's, not a test's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("kb_bench_triage_corpus", ROOT / "bench" / "triage_corpus.py")
+triage_corpus = importlib.util.module_from_spec(_spec)  # loaded by path: bench/ is not put on sys.path
+_spec.loader.exec_module(triage_corpus)
+
+LOGS = triage_corpus.LOGS
+TABLE_PATH = triage_corpus.TABLE
+ENTRIES = ROOT / "kb" / "entries"
+KB = Path(sys.executable).parent / "kb"  # the console script of the virtualenv running the tests
+NAME = re.compile(r"^(\d{3})-[a-z0-9]+(?:-[a-z0-9]+)*\.log$")
+SOURCE = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/(?:issues|pull)/\d+(?:#issuecomment-\d+)?$")
+FIELDS = {"url", "kind", "expected", "gpu", "note"}
+MAX_BYTES = 64 * 1024
+
+TABLE = triage_corpus.load_table(TABLE_PATH)
+
+
+def test_every_log_is_listed_exactly_once():
+    node = yaml.compose(TABLE_PATH.read_text(encoding="utf-8"))
+    logs = next(value for key, value in node.value if key.value == "logs")
+    keys = [key.value for key, _ in logs.value]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    assert duplicates == [], f"{TABLE_PATH.name}: listed more than once: {duplicates}"
+    on_disk = sorted(path.name for path in LOGS.iterdir())
+    assert sorted(keys) == on_disk, (
+        f"not listed: {sorted(set(on_disk) - set(keys))}; listed but missing: {sorted(set(keys) - set(on_disk))}")
+
+
+def test_log_names_are_numbered_once_and_say_their_kind():
+    numbers = []
+    for name, row in TABLE.items():
+        found = NAME.match(name)
+        assert found, f"{name}: want NNN-short-name.log (lower case, digits, dashes)"
+        numbers.append(found.group(1))
+        assert ("-neg-" in name) == (row["kind"] == "negative"), f"{name}: negatives, and only they, are named NNN-neg-..."
+    assert len(numbers) == len(set(numbers)), "a number is used twice"
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_row_is_complete_and_consistent(name):
+    row = TABLE[name]
+    assert FIELDS <= set(row), f"{name}: missing {sorted(FIELDS - set(row))}"
+    assert set(row) <= FIELDS | {"today"}, f"{name}: unknown fields {sorted(set(row) - FIELDS - {'today'})}"
+    assert SOURCE.match(row["url"]), f"{name}: url {row['url']!r} is not a github.com issue or pull request URL"
+    assert row["kind"] in ("positive", "negative"), f"{name}: kind {row['kind']!r}"
+    assert isinstance(row["gpu"], str) and row["gpu"].strip(), f"{name}: gpu is empty"
+    assert isinstance(row["note"], str) and row["note"].strip() and "\n" not in row["note"].strip(), f"{name}: note must be one line"
+    if row["kind"] == "positive":
+        assert (ENTRIES / f"{row['expected']}.yaml").is_file(), f"{name}: expected cell {row['expected']!r} is not in kb/entries"
+        assert row.get("today", "first") == "first", f"{name}: today is 'first' or absent"
+    else:
+        assert row["expected"] is None, f"{name}: a negative expects no cell (null)"
+        assert "today" not in row, f"{name}: `today` is for positives"
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_log_file_is_small_nonempty_utf8(name):
+    data = (LOGS / name).read_bytes()
+    assert 0 < len(data) <= MAX_BYTES, f"{name}: {len(data)} bytes (1 to {MAX_BYTES})"
+    data.decode("utf-8")  # raises on invalid UTF-8
+
+
+def test_corpus_size():
+    kinds = [row["kind"] for row in TABLE.values()]
+    assert len(kinds) >= 40
+    assert kinds.count("positive") >= 25
+    assert kinds.count("negative") >= 15
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, list[dict]]:
+    """`kb match --json` on every log, through the installed CLI."""
+    assert KB.exists(), f"{KB} is missing: run make .venv/.installed-test"
+    return {name: triage_corpus.run_match(LOGS / name, KB) for name in TABLE}
+
+
+def test_kb_match_reads_every_log(results):
+    for name, hits in results.items():
+        assert isinstance(hits, list), name
+        for hit in hits:
+            assert (ENTRIES / f"{hit['entry']}.yaml").is_file(), f"{name}: kb match named an unknown cell {hit['entry']!r}"
+
+
+@pytest.mark.parametrize("name", sorted(name for name, row in TABLE.items() if row.get("today") == "first"))
+def test_positives_right_today_stay_first(name, results):
+    hits = results[name]
+    first = hits[0]["entry"] if hits else None
+    assert first == TABLE[name]["expected"], f"{name}: first cell is {first!r}, want {TABLE[name]['expected']!r}"
+
+
+def test_score_counts_right_first_and_misses():
+    """The bench's arithmetic on a made-up table (the real figures are the bench's output)."""
+    table = {
+        "001-a.log": {"kind": "positive", "expected": "x", "gpu": "g"},
+        "002-b.log": {"kind": "positive", "expected": "y", "gpu": "g"},
+        "003-neg-c.log": {"kind": "negative", "expected": None, "gpu": "V100"},
+        "004-neg-d.log": {"kind": "negative", "expected": None, "gpu": "A100"},
+    }
+    results = {
+        "001-a.log": [{"entry": "x"}],
+        "002-b.log": [{"entry": "z"}, {"entry": "y"}],
+        "003-neg-c.log": [{"entry": "x", "verdict": "ruled-out"}, {"entry": "y", "verdict": "applies"}],
+        "004-neg-d.log": [],
+    }
+    figures = triage_corpus.score(table, results)
+    assert (figures["right_first"], figures["positives"]) == (1, 2)
+    assert (figures["negatives_given_a_cell"], figures["negatives_given_applies"]) == (1, 1)
+    assert figures["has_verdict"] is True
+    assert figures["misses"] == [
+        ("002-b.log", "positive", "expected cell ranked 2, first was z"),
+        ("003-neg-c.log", "negative", "handed x first (verdict ruled-out) on V100; a cell marked applies"),
+    ]
