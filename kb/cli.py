@@ -145,6 +145,7 @@ def _match(args) -> int:
     import shutil
     import tempfile
 
+    from kb.records.verdict import MATCH_TITLES
     from kb.records.visible import visible
     from kb.triage import evidence, match
     from kb.triage.request import from_stream
@@ -171,6 +172,9 @@ def _match(args) -> int:
             if evidence_rules:  # identifiers seen together: logs that print no error line (kb.triage.evidence)
                 log.seek(0)
                 hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
+            if hits:  # what the log says of its machine decides each cell's verdict (kb.records.verdict)
+                log.seek(0)
+                hits = match.decide(hits, match.scopes(rule_list), match.read_facts(log))
             if not hits and not args.json:
                 log.seek(0)
                 request = from_stream(log)  # bounded lines: a huge line is never read whole
@@ -179,8 +183,9 @@ def _match(args) -> int:
         return 2
     base = args.site_url.rstrip("/") + "/" if args.site_url else ""
     if args.json:
-        # No log text goes into the JSON, only record text (which KB031 keeps free of controls
-        # and bidi characters); json.dumps escapes C0 controls in any case.
+        # No log line goes into the JSON: record text (which KB031 keeps free of controls and
+        # bidi characters), and in `why` a GPU name and versions as kb.triage.logfacts reads them
+        # (ASCII letters, digits, spaces, `.+-`); json.dumps escapes C0 controls in any case.
         out = [hit.as_json() | {"url": base + hit.url} for hit in hits]
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
@@ -195,8 +200,9 @@ def _match(args) -> int:
         for rank, hit in enumerate(hits, 1):
             # The log is anyone's text: its lines are shown with controls escaped (an ESC or a CR
             # in a log line would otherwise act on the terminal) and cut to 200 characters.
-            print(f"{rank}. {visible(hit.title)} [{hit.entry}] score {hit.score}")
+            print(f"{rank}. {visible(hit.title)} [{hit.entry}] {hit.verdict}, score {hit.score}")
             print(f"   {visible(base + hit.url)}")
+            print(f"   {MATCH_TITLES[hit.verdict]}: {visible(hit.why, 400)}")
             for number in hit.lines[:5]:
                 print(f"   line {number}: {visible(hit.texts[number], 200)}")
             if len(hit.lines) > 5:
@@ -286,7 +292,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("match", help="find the cells a log shows (exit 0 matches, 1 none, 2 unreadable)")
     p.add_argument("file", help="log file, or - for standard input")
-    p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url}]")
+    p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url, verdict, why, generic_only}]")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/")
     p.set_defaults(run=_match)

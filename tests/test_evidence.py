@@ -140,5 +140,5 @@ def test_kb_match_reports_evidence_only_cells():
     done = subprocess.run([sys.executable, "-m", "kb.cli", "match", "-"], input=log, capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "[cutlass-fp4-gemm-per-call-workspace] score 0.6" in done.stdout
+    assert "[cutlass-fp4-gemm-per-call-workspace] unknown, score 0.6" in done.stdout
     assert "line 2:   +34 MiB  csrc/fp4_gemm_cutlass_sm120.cu" in done.stdout

@@ -48,7 +48,7 @@ def test_kb_match_vectors(vector, cli_results):
     assert not set(vector["excludes"]) & set(found)
     assert set(vector["includes"]) <= set(found)
     for hit in cli_results[vector["name"]]:
-        assert set(hit) == {"entry", "score", "lines", "signature", "url"}
+        assert set(hit) == {"entry", "score", "lines", "signature", "url", "verdict", "why", "generic_only"}
         assert all(1 <= n <= len(vector["log"]) for n in hit["lines"])
 
 
@@ -61,8 +61,9 @@ def test_triage_page_agrees_with_kb_match_on_every_vector(live_site, page, cli_r
             page.wait_for_selector("#kb-triage[data-results]")
             browser = json.loads(page.get_attribute("#kb-triage", "data-results"))
             expected = cli_results[vector["name"]]
-            assert [(h["entry"], h["lines"], h["signature"], h["url"]) for h in browser] == \
-                [(h["entry"], h["lines"], h["signature"], h["url"]) for h in expected], vector["name"]
+            keys = ("entry", "lines", "signature", "url", "verdict", "why", "generic_only")
+            assert [tuple(h[k] for k in keys) for h in browser] == [tuple(h[k] for k in keys) for h in expected], \
+                vector["name"]
             assert [h["score"] for h in browser] == pytest.approx([h["score"] for h in expected])
             if expected:
                 first = page.locator(".kb-triage__link").first

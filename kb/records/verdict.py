@@ -1,13 +1,22 @@
-"""One verdict per cell from its record and the facts of a machine: `kb doctor`, `kb match`, the triage page.
+"""Verdicts on a cell from its record and the facts of a machine: `kb doctor`, `kb match`, the triage page.
 
-The facts are `kb.doctor.facts.Facts` (probed or read from a facts file) or what a log says
-(`kb.triage.logfacts.LogFacts`): anything with `gpus` (each with an `architecture`) and
-`packages` (name -> version; absent: unknown; None: not installed). The rules are those
-kb/doctor/diagnose.py documents (site_src/doctor.md says the same); the triage page runs them in
-kb-triage.js (`judge` there) on the data `terms` exports.
+Two questions, one set of version rules (`_component`, which decides one package against a
+component's `affected` range and `fixed_in`):
+
+- `judge(entry, facts)`: does the cell apply to this machine? (`kb doctor`.) The facts are
+  `kb.doctor.facts.Facts` (probed or read from a facts file): `gpus` (each with an
+  `architecture`) and `packages` (name -> version; absent: unknown; None: not installed). The
+  rules are those kb/doctor/diagnose.py documents (site_src/doctor.md says the same).
+- `decide(scope, facts, specific)`: a log's text matched the cell; does what the log says about
+  its machine let it apply? (`kb match`, and the triage page, whose twin is `kbVerdict.decide`
+  in kb-triage.js, run on the same vectors, tests/vectors/verdict.json.) `scope(entry)` is what
+  it needs of the record, exported to the page as it is; the facts are a log's
+  (`kb.triage.logfacts.LogFacts.as_json()`, the shape kbLogFacts gives the page).
 """
 
 from __future__ import annotations
+
+import re
 
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -42,10 +51,15 @@ def ranged(entry) -> list:
 
 
 def _component(component, facts) -> tuple[str, str]:
+    return _package(component, facts.packages)
+
+
+def _package(component, packages: dict) -> tuple[str, str]:
+    """(verdict, why) of one component with a range, given the versions known (name -> version)."""
     name = component.package
-    if name not in facts.packages:
+    if name not in packages:
         return "unknown", f"{name} version is unknown"
-    installed = facts.packages[name]
+    installed = packages[name]
     if installed is None:
         return "not-applicable", f"{name} is not installed"
     try:
@@ -98,3 +112,106 @@ def judge(entry, facts) -> tuple[str, str]:
                            "and the record gives no version range")
     return "unknown", (f"{gpu}, but none of {', '.join(packages)} is installed in this Python environment "
                        "and the record gives no version range; run kb doctor where the server runs")
+
+
+# --- a log's verdict on a cell its text matched (kb match, the triage page) ------------------------
+
+# Best first: how `kb match` and the triage page rank the cells a log's text matched.
+MATCH_VERDICTS = ("applies", "unknown", "fixed", "ruled-out")
+# How `kb match` and the triage page name them.
+MATCH_TITLES = {"applies": "Applies", "unknown": "Text matches, environment unknown",
+                "fixed": "Fixed in your version", "ruled-out": "Text matches, ruled out"}
+
+
+def capability_arch(capability: str | None) -> str | None:
+    """'12.0' -> 'sm_120', '9.0' -> 'sm_90'; None when it is no 'major.minor'."""
+    match = re.fullmatch(r"([0-9]+)\.([0-9]+)", capability or "")
+    return f"sm_{int(match.group(1))}{int(match.group(2))}" if match else None
+
+
+def scope(entry) -> dict:
+    """What `decide` needs of a cell (and the triage page gets in triage/patterns.json): the
+    architectures it covers and each component's package, affected range and fixed_in."""
+    return {"architectures": list(entry.hardware.architectures),
+            "components": [{"package": c.package, "affected": c.affected, "fixed_in": c.fixed_in}
+                           for c in entry.components]}
+
+
+class _Range:
+    def __init__(self, item: dict):
+        self.package, self.affected, self.fixed_in = item["package"], item["affected"], item["fixed_in"]
+
+
+def _range_words(item: dict) -> str:
+    if item["affected"]:
+        return f"affected: {item['affected']}" + (f", fixed in {item['fixed_in']}" if item["fixed_in"] else "")
+    return f"fixed in {item['fixed_in']}"
+
+
+def _at(facts: dict, key: str) -> str:
+    line = facts.get("lines", {}).get(key)
+    return f"line {line}: " if line else ""
+
+
+def decide(cell: dict, facts: dict, specific: bool = True) -> tuple[str, str]:
+    """(verdict, why) of a cell whose text a log matched: one of MATCH_VERDICTS.
+
+    `cell` is `scope(entry)`; `facts` what the log says (LogFacts.as_json(): `gpus`, None when
+    it names none, each with `compute_capability` and `line`; `packages`; `lines`, fact -> line
+    number); `specific`: some signature that matched is not marked `generic`, or an evidence item did.
+
+    - ruled-out: every GPU the log shows has an architecture the cell does not cover, or a
+      package the cell ranges is outside its affected range and not fixed (the line is named);
+    - fixed: a package is at or past the cell's fixed_in (or above its whole affected range);
+    - unknown: nothing rules it out but the log does not show what would decide (the GPU's sm_
+      number, a ranged package's version), which the reason names;
+    - applies: the log shows a GPU the cell covers and every ranged package in range (a package
+      without a range: any version). So a generic line alone never applies without an
+      architecture fact, and the reason says when the line is generic.
+    """
+    listed = ", ".join(cell["architectures"])
+    generic = "" if specific else "; the matched line is generic (other GPUs print it too)"
+    gpus = facts.get("gpus")
+    shown = []
+    missing = []
+    if gpus is None:
+        missing.append(f"the GPU's sm_ number (the cell covers {listed})")
+    else:
+        archs = [capability_arch(g.get("compute_capability")) for g in gpus]
+        covered = [(g, a) for g, a in zip(gpus, archs) if a in cell["architectures"]]
+        if covered:
+            g, a = covered[0]
+            shown.append(f"line {g['line']} shows {a}{' (' + g['name'] + ')' if g.get('name') else ''}, which the cell covers")
+        elif None in archs:
+            missing.append(f"the GPU's sm_ number (the cell covers {listed})")
+        else:
+            seen = "; ".join(f"line {g['line']} shows {a}{' (' + g['name'] + ')' if g.get('name') else ''}"
+                             for g, a in zip(gpus, archs))
+            return "ruled-out", f"{seen}; the cell covers {listed}{generic}"
+    packages = facts.get("packages", {})
+    found: dict[str, list[str]] = {"fixed": [], "not-applicable": [], "affected": []}
+    for item in cell["components"]:
+        if not (item["affected"] or item["fixed_in"]):
+            continue
+        verdict, why = _package(_Range(item), packages)
+        if verdict == "unknown" and item["package"] not in packages:
+            missing.append(f"the {item['package']} version ({_range_words(item)})")
+        elif verdict == "unknown":
+            missing.append(f"a {item['package']} version PEP 440 reads ({_at(facts, 'packages.' + item['package'])}{why})")
+        else:
+            found[verdict].append(_at(facts, "packages." + item["package"]) + why)
+    if found["not-applicable"]:
+        return "ruled-out", "; ".join(found["not-applicable"]) + generic
+    if found["fixed"]:
+        return "fixed", "; ".join(found["fixed"]) + generic
+    if missing:
+        said = f" ({'; '.join(shown + found['affected'])})" if shown or found["affected"] else ""
+        return "unknown", f"the log does not show {' or '.join(missing)}, which would decide{said}{generic}"
+    return "applies", "; ".join(shown + found["affected"]) + generic
+
+
+def rank_key(verdict: str, specific: bool, score: float, entry: str) -> tuple:
+    """How `kb match` and the triage page order matched cells: ruled-out cells last; among the
+    rest a cell only generic lines matched below every other; then by verdict (MATCH_VERDICTS),
+    score (higher first) and id."""
+    return (verdict == "ruled-out", not specific, MATCH_VERDICTS.index(verdict), -score, entry)

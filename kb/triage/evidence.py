@@ -279,6 +279,7 @@ def merge(hits: list, found: list[Found], shown: dict[int, str]) -> list:
         if hit is None:
             hit = by_entry[rule.entry] = Hit(rule.entry, rule.url, rule.title)
         hit.signatures[rule.label] = EVIDENCE_WEIGHT
+        hit.specific = True  # identifiers seen together are no generic line
         hit.score = round(hit.score + EVIDENCE_WEIGHT, 3)
         for n in item.lines:
             if n not in hit.texts:

@@ -8,9 +8,11 @@ and tests/vectors/logfacts.json holds the vectors both are tested on. What a rul
 - `gpu`: a GPU name; its compute capability comes from `MODELS` (NVIDIA's published capabilities,
   https://developer.nvidia.com/cuda-gpus).
 - `capability`: a capability stated as numbers (`compute capability 12.0`, `capability (12, 0)`).
-- `arch`: an architecture name (`sm_90`, `SM_100`, `sm_110a`, `compute_120`); weaker than the two
+- `arch`: an architecture name (`sm_90`, `SM_100`, `sm_110a`, `compute_120`, Thrust's
+  `THRUST_200802_SM_700_NS`); weaker than the two
   above, used only when the log names no GPU or capability, and never from a line that lists
-  several architectures or a build's target list (`IGNORE`): those say what was built, not what ran.
+  several architectures, a build's target list or what a kernel requires (`IGNORE`): those say
+  what was built or is needed, not what ran.
 - `driver`, `cuda-driver`, `cuda-runtime`, `cuda-toolkit`: nvidia-smi, collect_env and nvcc lines.
 - `package`: a version as vLLM, SGLang, FlashInfer, torch and Triton print it, or pip lists it.
 
@@ -25,6 +27,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from kb.records.verdict import capability_arch
+
 VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z])"
 
 # (name, fact, pattern, example). Group 1 is the value; a capability has major in 1, minor in 2.
@@ -35,6 +39,9 @@ RULES: list[tuple[str, str, str, str]] = [
     ("compute capability", "capability", r"\bcompute capability:? *\(?([0-9]{1,2})[.,] ?([0-9])\b", "compute capability 12.0"),
     ("capability tuple", "capability", r"\bcapability[ =:]*\(([0-9]{1,2}), ?([0-9])\)", "capability (12, 0)"),
     ("architecture name", "arch", r"\b(?:sm|compute)_?([0-9]{2,3})[af]?\b", "sm_120a"),
+    # Thrust names its namespace after the one architecture a binary was built for (SM_700: sm_70).
+    ("thrust namespace", "arch", r"\bthrust_[0-9]+_sm_([0-9]{3,4})_ns\b",
+     "thrust::THRUST_200802_SM_700_NS::system::system_error"),
     ("nvidia-smi driver", "driver", r"\bdriver version *:? *([0-9]{2,3}\.[0-9]{2,3}(?:\.[0-9]{2,3})?)\b", "Driver Version: 580.95.05"),
     ("nvidia-smi cuda", "cuda-driver", r"\bcuda version *:? *([0-9]{1,2}\.[0-9]{1,2})\b", "CUDA Version: 13.0"),
     ("torch build cuda", "cuda-runtime", r"\bcuda used to build pytorch *: *([0-9]{1,2}\.[0-9]{1,2})\b", "CUDA used to build PyTorch: 12.8"),
@@ -46,8 +53,10 @@ RULES: list[tuple[str, str, str, str]] = [
     ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel)(?:==| +version *:? *| +v?)" + VERSION,
      "torch 2.9.0+cu128"),
 ]
-# Lines that name architectures a build targets or a wheel supports, not the one that ran.
-IGNORE = r"gencode|arch_list|arch list|capabilities|supported arch|--gpu-architecture|cuda_arch"
+# Lines that name architectures a build targets or a wheel supports, not the one that ran; and
+# lines that name what a kernel requires ("only supported on ... (SM100)", `arch >= Arch.sm_100`).
+IGNORE = (r"gencode|arch_list|arch list|capabilities|supported arch|--gpu-architecture|cuda_arch"
+          r"|\bonly\b.*\bsupport|\bsupport[a-z]* only\b|[<>]=? *(?:arch\.)?sm_?[0-9]")
 # GPU model (in the matched name) -> compute capability; first that matches wins.
 MODELS: list[tuple[str, str]] = [
     (r"\bgb10\b|dgx spark", "12.1"),
@@ -104,11 +113,6 @@ class LogFacts:
         del out["facts_version"]
         out["lines"] = dict(sorted(self.lines.items()))
         return out
-
-
-def capability_arch(capability: str | None) -> str | None:
-    match = re.fullmatch(r"([0-9]+)\.([0-9]+)", capability or "")
-    return f"sm_{int(match.group(1))}{int(match.group(2))}" if match else None
 
 
 def _arch_capability(digits: str) -> str:

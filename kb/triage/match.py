@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, BinaryIO, Iterator
 
 import ahocorasick_rs
 
-from kb.records import normalise, patterns
+from kb.records import normalise, patterns, verdict
 from kb.triage import logfacts
 
 if TYPE_CHECKING:  # the check and the catalog load only when the cached rules cannot be used
@@ -55,6 +55,9 @@ class Rule:
     url: str
     title: str
     words: tuple[str, ...] = ()  # every stable word of the literal parts: a cheap test before the regex
+    generic: bool = False  # the signature is marked generic: other GPUs print it too
+    # The cell's kb.records.verdict.scope (architectures, ranges): what its verdict needs.
+    scope: dict | None = field(default=None, hash=False, compare=False)
 
     @property
     def regex(self) -> re.Pattern:
@@ -79,18 +82,20 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
                 source = patterns.search_source(compiled, signature.kind)
                 weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
                 made.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
-                                 site.url(cell), cell.entry.title, compiled.words))
+                                 site.url(cell), cell.entry.title, compiled.words, signature.generic,
+                                 verdict.scope(cell.entry)))
             return made
         if cache is None:
             out += make()
         else:
             out += cache.fetch(fingerprint("cell rules", code, cell.id, site.url(cell), cell.entry.title,
-                                           repr([(s.text, s.match, s.kind) for s in cell.entry.signatures])), make)
+                                           repr([(s.text, s.match, s.kind, s.generic) for s in cell.entry.signatures]),
+                                           repr(verdict.scope(cell.entry))), make)
     return out
 
 
 MATCH_MODULES = [
-    "kb.triage.match", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
+    "kb.triage.match", "kb.records.verdict", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
     "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
 ]
 
@@ -134,6 +139,9 @@ class Hit:
     lines: list[int] = field(default_factory=list)
     texts: dict[int, str] = field(default_factory=dict)
     signatures: dict[str, float] = field(default_factory=dict)
+    specific: bool = False  # a signature not marked generic matched, or an evidence item did
+    verdict: str | None = None  # kb.records.verdict.MATCH_VERDICTS, once `decide` has run
+    why: str = ""
 
     @property
     def signature(self) -> str:
@@ -141,8 +149,11 @@ class Hit:
         return max(self.signatures.items(), key=lambda kv: kv[1])[0]
 
     def as_json(self) -> dict:
-        return {"entry": self.entry, "score": self.score, "lines": self.lines, "signature": self.signature,
-                "url": self.url}
+        out = {"entry": self.entry, "score": self.score, "lines": self.lines, "signature": self.signature,
+               "url": self.url}
+        if self.verdict is not None:
+            out |= {"verdict": self.verdict, "why": self.why, "generic_only": not self.specific}
+        return out
 
 
 class Matcher:
@@ -239,6 +250,7 @@ class Matcher:
                 continue
             for rule in confirmed:
                 hit = hits.setdefault(rule.entry, Hit(rule.entry, rule.url, rule.title))
+                hit.specific = hit.specific or not rule.generic
                 if rule.signature not in hit.signatures:
                     hit.signatures[rule.signature] = rule.weight
                     hit.score = round(hit.score + rule.weight, 3)
@@ -258,6 +270,32 @@ class Matcher:
                 found.update(self._anchors[i] for i, _, _ in
                              self._automaton.find_matches_as_indexes(window, overlapping=True))
         return found
+
+
+FACTS_BYTES = 4 * 1024 * 1024  # the facts of a log are read from its first 4 MiB
+
+
+def read_facts(stream: BinaryIO) -> dict:
+    """What the log in `stream` says about its machine (kb.triage.logfacts), from its first
+    FACTS_BYTES (nvidia-smi, collect_env and version banners come first; a longer log is not
+    read twice whole): the lines whole within them."""
+    data = stream.read(FACTS_BYTES + 1)
+    if len(data) > FACTS_BYTES:
+        data = data[:data.rfind(b"\n", 0, FACTS_BYTES) + 1]
+    return logfacts.read(data.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")).as_json()
+
+
+def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
+    """Each hit's verdict and reason (kb.records.verdict.decide) from the facts of the log; best
+    first by kb.records.verdict.rank_key."""
+    for hit in hits:
+        hit.verdict, hit.why = verdict.decide(scopes[hit.entry], facts, hit.specific)
+    return sorted(hits, key=lambda h: verdict.rank_key(h.verdict, h.specific, h.score, h.entry))
+
+
+def scopes(rule_list: list[Rule]) -> dict[str, dict]:
+    """Cell id -> its kb.records.verdict.scope, from the rules."""
+    return {r.entry: r.scope for r in rule_list if r.scope is not None}
 
 
 def _fill(stream: BinaryIO, buffer: bytearray, at: int, size: int) -> int:
@@ -433,6 +471,9 @@ def export(rule_list: list[Rule]) -> dict:
         "normalise": normalise.export(),
         "logfacts": logfacts.export(),
         "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
-                   "anchor": r.anchor, "words": list(r.words), "weight": r.weight, "url": r.url, "title": r.title}
+                   "anchor": r.anchor, "words": list(r.words), "weight": r.weight, "url": r.url, "title": r.title,
+                   "generic": r.generic}
                   for r in rule_list],
+        "cells": dict(sorted(scopes(rule_list).items())),
+        "verdicts": verdict.MATCH_TITLES,
     }

@@ -1,0 +1,94 @@
+"""The verdict on a cell a log's text matched (kb.records.verdict.decide): the same in `kb match`,
+in the triage page (kbVerdict in kb-triage.js) and on the shared vectors, tests/vectors/verdict.json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from browser import serve
+from conftest import ROOT
+from kb.records import verdict
+
+DATA = json.loads((ROOT / "tests" / "vectors" / "verdict.json").read_text(encoding="utf-8"))
+VECTORS = DATA["vectors"]
+LOGS = ROOT / "tests" / "corpus" / "logs"
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
+def test_verdict_vectors(vector):
+    assert verdict.decide(vector["cell"], vector["facts"], vector["specific"]) == (vector["verdict"], vector["why"])
+
+
+def test_vectors_cover_every_verdict_and_generic_lines():
+    assert {v["verdict"] for v in VECTORS} == set(verdict.MATCH_VERDICTS)
+    assert {v["verdict"] for v in VECTORS if not v["specific"]} >= {"applies", "unknown", "ruled-out"}
+
+
+def test_rank_order():
+    hits = DATA["rank"]["hits"]
+    got = sorted(hits, key=lambda h: verdict.rank_key(h["verdict"], h["specific"], h["score"], h["entry"]))
+    assert [h["entry"] for h in got] == DATA["rank"]["order"]
+
+
+def test_a_generic_line_never_applies_without_an_architecture():
+    cell = {"architectures": ["sm_120"], "components": [{"package": "vllm", "affected": None, "fixed_in": None}]}
+    facts = {"gpus": None, "packages": {"vllm": "0.11.0"}, "lines": {"packages.vllm": 1}}
+    assert verdict.decide(cell, facts, specific=False)[0] == "unknown"
+
+
+def test_scope_is_what_the_record_says():
+    from kb.records import lint
+
+    cells = {c.id: c for c in lint.check([ROOT / "kb" / "entries"]).cells}
+    cell = cells["vllm-vit-fa4-sm100-kernel-asserts-on-sm120"].entry
+    got = verdict.scope(cell)
+    assert got["architectures"] == list(cell.hardware.architectures)
+    assert [(c["package"], c["affected"], c["fixed_in"]) for c in got["components"]] == \
+        [(c.package, c.affected, c.fixed_in) for c in cell.components]
+
+
+def _kb_match(path, *args):
+    done = subprocess.run([sys.executable, "-m", "kb.cli", "match", *args, str(path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_kb_match_names_the_line_that_rules_a_cell_out():
+    """A V100 log printing a generic line: the cell stays listed, ruled out by the log's SM_700."""
+    hits = json.loads(_kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--json"))
+    assert hits and all(h["verdict"] == "ruled-out" for h in hits)
+    assert hits[0]["why"].startswith("line 1 shows sm_70; the cell covers sm_120")
+    assert hits[0]["generic_only"] is True
+    text = _kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--site-url", "https://kb.example/")
+    assert "] ruled-out, score " in text.splitlines()[0]
+    assert f"   https://kb.example/{hits[0]['url']}" in text
+    assert "   Text matches, ruled out: line 1 shows sm_70; the cell covers sm_120" in text
+
+
+def test_triage_page_decides_the_vectors_as_python_does(live_site, page):
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.wait_for_function("typeof kbVerdict === 'object'")
+        got = page.evaluate("""(data) => ({
+          decided: data.vectors.map(v => kbVerdict.decide(v.cell, v.facts, v.specific)),
+          order: kbVerdict.rank(data.rank.hits).map(h => h.entry)})""", DATA)
+    for vector, decided in zip(VECTORS, got["decided"]):
+        assert decided == [vector["verdict"], vector["why"]], vector["name"]
+    assert got["order"] == DATA["rank"]["order"]
+
+
+def test_triage_page_shows_each_cells_verdict(live_site, page):
+    log = (LOGS / "005-neg-v100-thrust-misaligned-sm700.log").read_text(encoding="utf-8")
+    expected = json.loads(_kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--json"))
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", log)
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results]")
+        shown = page.locator(".kb-triage__verdict").all_inner_texts()
+    assert shown == [f"{verdict.MATCH_TITLES[h['verdict']]}: {h['why']}" for h in expected]
