@@ -3,7 +3,7 @@
 The corpus itself is checked here (every log listed once, sources are issue or pull URLs, expected
 cells exist, enough positives and negatives, files small), and the real CLI (`kb match --json`)
 runs over every log: each positive marked `today: first` in expected.yaml must keep its cell
-first. The accuracy figures over the whole corpus are bench/triage_corpus.py's, not a test's.
+first, and no cell may be given as `applies` to a negative marked `today: not-applies`. The accuracy figures over the whole corpus are bench/triage_corpus.py's, not a test's.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_row_is_complete_and_consistent(name):
         assert row.get("today", "first") == "first", f"{name}: today is 'first' or absent"
     else:
         assert row["expected"] is None, f"{name}: a negative expects no cell (null)"
-        assert "today" not in row, f"{name}: `today` is for positives"
+        assert row.get("today", "not-applies") == "not-applies", f"{name}: today is 'not-applies' or absent"
 
 
 @pytest.mark.parametrize("name", sorted(TABLE))
@@ -107,6 +107,12 @@ def test_positives_right_today_stay_first(name, results):
     assert first == TABLE[name]["expected"], f"{name}: first cell is {first!r}, want {TABLE[name]['expected']!r}"
 
 
+@pytest.mark.parametrize("name", sorted(name for name, row in TABLE.items() if row.get("today") == "not-applies"))
+def test_negatives_not_applies_today_stay_so(name, results):
+    given = [(hit["entry"], hit["why"]) for hit in results[name] if hit["verdict"] == "applies"]
+    assert given == [], f"{name}: a negative ({TABLE[name]['gpu']}) is given cells as applies: {given}"
+
+
 def test_score_counts_right_first_and_misses():
     """The bench's arithmetic on a made-up table (the real figures are the bench's output)."""
     table = {
@@ -114,18 +120,21 @@ def test_score_counts_right_first_and_misses():
         "002-b.log": {"kind": "positive", "expected": "y", "gpu": "g"},
         "003-neg-c.log": {"kind": "negative", "expected": None, "gpu": "V100"},
         "004-neg-d.log": {"kind": "negative", "expected": None, "gpu": "A100"},
+        "005-neg-e.log": {"kind": "negative", "expected": None, "gpu": "H100"},
     }
     results = {
         "001-a.log": [{"entry": "x"}],
         "002-b.log": [{"entry": "z"}, {"entry": "y"}],
-        "003-neg-c.log": [{"entry": "x", "verdict": "ruled-out"}, {"entry": "y", "verdict": "applies"}],
+        "003-neg-c.log": [{"entry": "y", "verdict": "applies", "why": "line 2 shows sm_120"},
+                          {"entry": "x", "verdict": "ruled-out"}],
         "004-neg-d.log": [],
+        "005-neg-e.log": [{"entry": "x", "verdict": "ruled-out"}],
     }
     figures = triage_corpus.score(table, results)
     assert (figures["right_first"], figures["positives"]) == (1, 2)
-    assert (figures["negatives_given_a_cell"], figures["negatives_given_applies"]) == (1, 1)
+    assert (figures["negatives_given_a_cell"], figures["negatives_given_applies"], figures["negatives_matched"]) == (1, 1, 2)
     assert figures["has_verdict"] is True
     assert figures["misses"] == [
         ("002-b.log", "positive", "expected cell ranked 2, first was z"),
-        ("003-neg-c.log", "negative", "handed x first (verdict ruled-out) on V100; a cell marked applies"),
+        ("003-neg-c.log", "negative", "handed y first (verdict applies) on V100; a cell marked applies: line 2 shows sm_120"),
     ]
