@@ -49,3 +49,15 @@ def test_triage_page_reads_the_same_facts(live_site, page):
         }""", VECTORS)
     for vector, facts in zip(VECTORS, got):
         assert facts == vector["facts"], vector["name"]
+
+
+def test_reading_bytes_reads_only_keyword_lines_to_the_same_facts():
+    """`kb match` reads a log's facts from bytes, only on lines holding a KEYWORDS word: the same
+    facts as every line read, on every vector and corpus log (CRLF and a long s too)."""
+    texts = [path.read_bytes() for path in sorted((ROOT / "tests" / "corpus" / "logs").iterdir())]
+    texts += ["\n".join(v["log"]).encode() for v in VECTORS]
+    texts += ["x\r\n| 0  NVIDIA GeForce RTX 5090   On |\r\nvllm 0.11.0\r\n\u017fm_120 here".encode(), b"", b"\n\nsm_90\n"]
+    for data in texts:
+        lines = [line.removesuffix("\r") for line in data.decode("utf-8", errors="replace").split("\n")]
+        assert logfacts.read_bytes(data).as_json() == logfacts.read(lines).as_json(), data[:80]
+    assert logfacts.read_bytes(b"INFO step 1\nINFO step 2\nvLLM API server version 0.11.0\n").lines == {"packages.vllm": 3}

@@ -282,7 +282,7 @@ def read_facts(stream: BinaryIO) -> dict:
     data = stream.read(FACTS_BYTES + 1)
     if len(data) > FACTS_BYTES:
         data = data[:data.rfind(b"\n", 0, FACTS_BYTES) + 1]
-    return logfacts.read(data.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")).as_json()
+    return logfacts.read_bytes(data).as_json()
 
 
 def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
