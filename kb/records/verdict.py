@@ -17,9 +17,11 @@ component's `affected` range and `fixed_in`):
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import Specifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:  # packaging loads when a version is compared: `kb match` imports this module at start
+    from packaging.specifiers import Specifier
+    from packaging.version import Version
 
 VERDICTS = ("affected", "fixed", "unknown", "not-applicable")
 TITLES = {"affected": "Affected", "fixed": "Fixed", "unknown": "Unknown", "not-applicable": "Not applicable"}
@@ -31,6 +33,8 @@ def _or(words: list[str]) -> str:
 
 def _side(spec: Specifier, version: Version) -> str | None:
     """Whether `version`, which `spec` excludes, lies above or below it."""
+    from packaging.version import Version
+
     op, ver = spec.operator, spec.version
     if op in ("<", "<="):
         return "above"
@@ -56,6 +60,9 @@ def _component(component, facts) -> tuple[str, str]:
 
 def _package(component, packages: dict) -> tuple[str, str]:
     """(verdict, why) of one component with a range, given the versions known (name -> version)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
     name = component.package
     if name not in packages:
         return "unknown", f"{name} version is unknown"
