@@ -162,7 +162,8 @@ def _adversarial_rules() -> list[tuple[match.Rule, list]]:
         compiled = patterns.compile_signature(case["text"], case["match"])
         for kind in ("exception", "symptom"):
             rule = match.Rule(f"hostile-{i}-{kind}", case["text"], kind, patterns.search_source(compiled, kind),
-                              compiled.anchor, 1.0, f"e/hostile-{i}-{kind}/", case["match"], compiled.words)
+                              compiled.anchor, 1.0, f"e/hostile-{i}-{kind}/", case["match"], compiled.words,
+                              scope={"architectures": ["sm_120"], "components": []})
             out.append((rule, case["shapes"] + CASES["generic_shapes"]))
     return out
 
