@@ -2,10 +2,10 @@
 
 Each rule is a regular expression written in the subset that Python's `re` and JavaScript's
 RegExp read the same way (no lookbehind, no named groups, ASCII classes), applied in order to
-the lower-cased line; `$1` in a replacement is the first group. What varies between logs goes
-(log prefixes, timestamps, cluster repeat counts, install paths, source line numbers,
-exception-class drift, architecture spellings); discriminating numbers such as
-`hardware limit: 101376` stay as they are.
+the lower-cased line; `$1`, `$2` in a replacement are the first and second groups. What varies
+between logs goes (log prefixes, timestamps, cluster repeat counts, install paths, source line
+numbers, exception-class drift, sizes written `34.00 MiB` or `34MiB` for `34 MiB`, architecture
+spellings); discriminating numbers such as `hardware limit: 101376` stay as they are.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ RULES: list[tuple[str, str, str]] = [
     ("install path", r"[^\s'\"(]{0,256}/(?:site|dist)-packages/", "pkgs/"),
     ("source line number", r"(\.(?:py|cu|cuh|cc|cpp|h|hpp)):\d+", "$1:n"),
     ("traceback line number", r"\bline \d+\b", "line n"),
+    ("size written with zero decimals or no space", r"\b([0-9]+)(?:\.0+)? ?([kmgt]i?b)\b", "$1 $2"),
     ("architecture spelling", r"\b(?:sm|compute)_?(1[0-2][0-9])[af]?\b", "sm_$1"),
     ("whitespace", r"\s+", " "),
 ]
@@ -41,7 +42,7 @@ PRODUCED_WORDS = re.compile(r"^(?:runtimeerror|pkgs|n|sm_\d+)$")
 
 @lru_cache(maxsize=1)
 def _compiled() -> list[tuple[re.Pattern, str]]:
-    return [(re.compile(pattern), replacement.replace("$1", r"\1")) for _, pattern, replacement in RULES]
+    return [(re.compile(pattern), re.sub(r"\$([0-9])", r"\\\1", replacement)) for _, pattern, replacement in RULES]
 
 
 MAX_PASSES = 8
