@@ -23,11 +23,15 @@ help:  ## list the targets
 # build would fetch its build tools unhashed). kb itself cannot be hash-checked (a folder is no
 # single file), so it installs in a call of its own that can fetch nothing: --no-index, --no-deps,
 # and --no-build-isolation so that setuptools comes from requirements.lock, hashed, instead of an
-# unpinned download into an isolated build environment.
+# unpinned download into an isolated build environment. The lock holds the site extra too
+# (`.[site]`: mkdocs, Material, Pagefind, nh3); an install outside a checkout needs only the
+# runtime (README: "Only want the probe?"). The wheel's command is `bwkb`; a checkout calls it
+# `kb`, linked here.
 $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --require-hashes --only-binary :all: -r $(LOCK)
-	$(PIP_INSTALL) --no-index --no-deps --no-build-isolation -e .
+	$(PIP_INSTALL) --no-index --no-deps --no-build-isolation -e '.[site]'
+	ln -sf bwkb $(BIN)/kb
 	touch $@
 
 # The test tools on top: both locks in one call, so pip checks the whole set together.

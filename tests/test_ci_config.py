@@ -187,7 +187,8 @@ def pyproject_requirements(group: str | None) -> list[Requirement]:
     return [Requirement(r) for r in listed]
 
 
-@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("test", [RUNTIME_LOCK, TEST_LOCK])])
+@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("site", [RUNTIME_LOCK]),
+                                         ("test", [RUNTIME_LOCK, TEST_LOCK])])
 def test_pyproject_dependencies_are_locked_at_their_version(group, locks):
     locked = {k: v for path in locks for k, v in pins(path).items()}
     for requirement in pyproject_requirements(group):
@@ -220,7 +221,8 @@ def closure(roots: list[Requirement]) -> dict[str, str]:
     return needed
 
 
-@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("test", [RUNTIME_LOCK, TEST_LOCK])])
+@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("site", [RUNTIME_LOCK]),
+                                         ("test", [RUNTIME_LOCK, TEST_LOCK])])
 def test_locks_hold_the_whole_dependency_tree(group, locks):
     """--require-hashes refuses an unpinned dependency: walk the installed metadata from
     pyproject's dependencies and find each one in the locks (runtime alone for the runtime)."""
