@@ -20,54 +20,35 @@ from packaging.requirements import Requirement
 
 from conftest import FIXTURES, ROOT, checked_site
 
-WHEELHOUSE = ROOT / ".venv" / "wheelhouse"
+sys.path.insert(0, str(ROOT / "tools"))
+import wheel_install  # noqa: E402
+
 SITE_URL = "https://example.org/kb/"
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "match.json").read_text(encoding="utf-8"))["vectors"]
 VECTOR = next(v for v in VECTORS if v["first"])  # a log whose first cell the vectors name
 SITE_EXTRA = {"mkdocs", "mkdocs-material", "jinja2", "pagefind", "pagefind-bin", "nh3", "markdown"}
-QUIET_PIP = ["--disable-pip-version-check", "--no-input", "-q"]
 
 
 def _normal(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def _pip_env(home: Path) -> dict[str, str]:
-    # No user or site pip configuration (an extra index or find-links there would be another
-    # source than the wheelhouse), no access to the network through an index.
-    return {"PATH": os.defpath, "HOME": str(home), "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1",
-            "LANG": "C.UTF-8"}
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> dict:
     """The wheel built from a copy of the sources and installed into a fresh venv; returns the
     venv's bin folder, a clean environment to run it in and the empty folder to run it from."""
-    assert (WHEELHOUSE / ".filled").is_file(), (
-        f"{WHEELHOUSE} is not filled: `make .venv/.installed-test` downloads the locked wheels into it "
-        "(hash-checked), so that this test installs without the network")
+    why = wheel_install.missing_wheelhouse()
+    assert why is None, why
     base = tmp_path_factory.mktemp("wheel")
-    # Built from a copy, so that setuptools' build/ and *.egg-info land there, not in the checkout.
-    src = base / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "LICENSE"):
-        shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(ROOT / "kb", src / "kb", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     home = base / "home"
     home.mkdir()
-    env = _pip_env(home)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", *QUIET_PIP, "--no-deps", "--no-build-isolation",
-                    "--no-index", "-w", str(base / "dist"), str(src)], check=True, env=env, timeout=300)
-    (wheel,) = (base / "dist").glob("blackwell_serving_kb-*.whl")
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env, timeout=300)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", *QUIET_PIP, "--no-index",
-                    "--find-links", str(WHEELHOUSE), str(wheel)], check=True, env=env, timeout=300)
+    bin_dir = wheel_install.install(venv, str(wheel_install.build_wheel(base, home)), home)
     work = base / "work"  # where the user runs it: no checkout here or above it
     work.mkdir()
-    run_env = {"PATH": f"{venv / 'bin'}{os.pathsep}{os.defpath}", "HOME": str(home), "LANG": "C.UTF-8",
+    run_env = {"PATH": f"{bin_dir}{os.pathsep}{os.defpath}", "HOME": str(home), "LANG": "C.UTF-8",
                "KB_SITE_URL": SITE_URL}
-    return {"bin": venv / "bin", "env": run_env, "work": work, "venv": venv}
+    return {"bin": bin_dir, "env": run_env, "work": work, "venv": venv}
 
 
 def run(installed, *args: str, stdin: bytes | None = None, shell: bool = False) -> subprocess.CompletedProcess:
