@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 LOCK := requirements.lock
 TEST_LOCK := requirements-test.lock
+WHEELHOUSE := $(VENV)/wheelhouse
 PIP_INSTALL := $(BIN)/python -m pip install -q --disable-pip-version-check
 CHROMIUM ?= /usr/bin/chromium
 HOST ?= 127.0.0.1
@@ -23,15 +24,28 @@ help:  ## list the targets
 # build would fetch its build tools unhashed). kb itself cannot be hash-checked (a folder is no
 # single file), so it installs in a call of its own that can fetch nothing: --no-index, --no-deps,
 # and --no-build-isolation so that setuptools comes from requirements.lock, hashed, instead of an
-# unpinned download into an isolated build environment.
+# unpinned download into an isolated build environment. The lock holds the site extra too
+# (`.[site]`: mkdocs, Material, Pagefind, nh3); an install outside a checkout needs only the
+# runtime (README: "Only want the probe?"). The wheel's command is `bwkb`; a checkout calls it
+# `kb`, linked here.
 $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --require-hashes --only-binary :all: -r $(LOCK)
-	$(PIP_INSTALL) --no-index --no-deps --no-build-isolation -e .
+	$(PIP_INSTALL) --no-index --no-deps --no-build-isolation -e '.[site]'
+	ln -sf bwkb $(BIN)/kb
+	touch $@
+
+# The locked wheels (runtime and site extra), hash-checked as they download, in a folder of their
+# own: tests/test_wheel_install.py installs the built wheel from it into a fresh venv with
+# --no-index, and bench/install_size.py a slim and a full install, so neither needs the network.
+# Emptied first, so that no wheel of an older lock is left to be picked.
+$(WHEELHOUSE)/.filled: $(STAMP) $(LOCK)
+	rm -rf $(WHEELHOUSE)
+	$(BIN)/python -m pip download -q --disable-pip-version-check --require-hashes --only-binary :all: -d $(WHEELHOUSE) -r $(LOCK)
 	touch $@
 
 # The test tools on top: both locks in one call, so pip checks the whole set together.
-$(TEST_STAMP): $(STAMP) $(TEST_LOCK)
+$(TEST_STAMP): $(STAMP) $(TEST_LOCK) $(WHEELHOUSE)/.filled
 	$(PIP_INSTALL) --require-hashes --only-binary :all: -r $(LOCK) -r $(TEST_LOCK)
 	touch $@
 

@@ -11,6 +11,44 @@ from pathlib import Path
 from kb import ENTRIES, default_entries
 from kb.records import facets
 
+DISTRIBUTION = "blackwell-serving-kb"  # pyproject.toml's [project] name
+SITE_URL_ENV = "KB_SITE_URL"  # the published site's address, for the page URLs of match and doctor
+NO_SITE_URL = (f"page paths are relative to the site: no published site URL is configured (pass --site-url URL "
+               f"or set {SITE_URL_ENV})")
+
+
+def _version() -> str:
+    """The tool's version, and the index it reads by default: its cell count and the newest day
+    anything in it was checked (each record's `updated` and every dated claim's `as_of`)."""
+    import importlib.metadata
+
+    from kb.records import lint
+    from kb.site import freshness
+
+    try:
+        version = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version = "(not installed)"
+    entries = default_entries()
+    head = f"{DISTRIBUTION} {version}"
+    result = lint.cached_check([entries])
+    if result.problems or not result.cells:
+        why = f"{len(result.problems)} problem(s), run `kb check`" if result.problems else "no entries"
+        return f"{head}\nindex: {entries}: {why}"
+    days = [(freshness.day(d.as_of), d.as_of) for cell in result.cells for d in freshness.dated(cell)]
+    days += [(freshness.day(c.entry.updated), c.entry.updated) for c in result.cells]
+    newest = max(days)[0].isoformat()
+    return f"{head}\nindex: {len(result.cells)} cells, checked up to {newest}, from {os.path.abspath(entries)}"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
 
 def _explain(code: str) -> int:
     from kb.records.rules import RULES
@@ -182,6 +220,8 @@ def _match(args) -> int:
         print(f"kb match: cannot read {visible(args.file)}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     base = args.site_url.rstrip("/") + "/" if args.site_url else ""
+    if hits and not base and not args.json:
+        print(f"kb match: {NO_SITE_URL}", file=sys.stderr)
     if args.json:
         # No log line goes into the JSON: record text (which KB031 keeps free of controls and
         # bidi characters), and in `why` a GPU name and versions as kb.triage.logfacts reads them
@@ -247,6 +287,8 @@ def _refresh(args) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kb", description="Blackwell serving-failure knowledge base")
+    top.add_argument("--version", action=_VersionAction,
+                     help="print the version and the default index's cell count and date, and exit")
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="validate and lint entries (default: kb/entries/)")
@@ -294,7 +336,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="log file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url, verdict, why, generic_only}]")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
-    p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/")
+    p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
+                   help=f"the published site, prefix of the cell URLs, e.g. https://example.org/kb/ (default: "
+                        f"${SITE_URL_ENV}; without either, page paths relative to the site)")
     p.set_defaults(run=_match)
     p = sub.add_parser("doctor", help="judge which cells apply to this machine (exit 0, 2 on bad input)")
     p.add_argument("--json", action="store_true", help='print {"facts", "key", "cells": [{entry, verdict, why, url}]}')
@@ -303,7 +347,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--facts-schema", action="store_true", help="print the JSON Schema of a facts file")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each probe may take (default: 20)")
-    p.add_argument("--site-url", help="prefix for the cell URLs, e.g. https://example.org/ (default: relative)")
+    p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
+                   help=f"the published site, prefix of the cell URLs, e.g. https://example.org/kb/ (default: "
+                        f"${SITE_URL_ENV}; without either, page paths relative to the site)")
     p.set_defaults(run=_doctor)
 
     p = sub.add_parser("new", help="write a skeleton entry for a new error string (asks for what is not given)")

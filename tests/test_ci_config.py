@@ -187,7 +187,8 @@ def pyproject_requirements(group: str | None) -> list[Requirement]:
     return [Requirement(r) for r in listed]
 
 
-@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("test", [RUNTIME_LOCK, TEST_LOCK])])
+@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("site", [RUNTIME_LOCK]),
+                                         ("test", [RUNTIME_LOCK, TEST_LOCK])])
 def test_pyproject_dependencies_are_locked_at_their_version(group, locks):
     locked = {k: v for path in locks for k, v in pins(path).items()}
     for requirement in pyproject_requirements(group):
@@ -220,7 +221,8 @@ def closure(roots: list[Requirement]) -> dict[str, str]:
     return needed
 
 
-@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("test", [RUNTIME_LOCK, TEST_LOCK])])
+@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("site", [RUNTIME_LOCK]),
+                                         ("test", [RUNTIME_LOCK, TEST_LOCK])])
 def test_locks_hold_the_whole_dependency_tree(group, locks):
     """--require-hashes refuses an unpinned dependency: walk the installed metadata from
     pyproject's dependencies and find each one in the locks (runtime alone for the runtime)."""
@@ -265,11 +267,13 @@ def makefile_rules(text: str) -> dict[str, tuple[list[str], list[str]]]:
 
 
 def pip_install_problems(rules):
-    """Every pip install from requirement files is hash-checked and binary-only; the editable
-    install of kb can fetch nothing (no index, no dependencies, no isolated build environment)."""
+    """Every pip install or download from requirement files is hash-checked and binary-only; the
+    editable install of kb can fetch nothing (no index, no dependencies, no isolated build
+    environment)."""
     for target, (_, recipe) in rules.items():
         for line in recipe:
-            if "pip install" not in line:
+            verb = re.search(r"pip (install|download)", line)
+            if verb is None:
                 continue
             if re.search(r"\s(-e|--editable)\s", line):
                 for flag in ("--no-index", "--no-deps", "--no-build-isolation"):
@@ -278,7 +282,7 @@ def pip_install_problems(rules):
             else:
                 for flag in ("--require-hashes", "--only-binary :all:"):
                     if flag not in line:
-                        yield f"{target}: pip install without {flag}: {line}"
+                        yield f"{target}: pip {verb[1]} without {flag}: {line}"
                 for source in re.findall(r"-r\s+(\S+)", line):
                     if not source.endswith(".lock"):
                         yield f"{target}: installs from {source}, not a hashed lock: {line}"
@@ -316,6 +320,12 @@ def test_makefile_rules_catch_unhashed_installs():
         "setup: editable install without --no-deps: .venv/bin/pip install -e .",
         "setup: editable install without --no-build-isolation: .venv/bin/pip install -e .",
     ]
+    wheels = "BIN := .venv/bin\nwheels:\n\t$(BIN)/pip download -d w -r requirements.in\n"
+    assert list(pip_install_problems(makefile_rules(wheels))) == [
+        "wheels: pip download without --require-hashes: .venv/bin/pip download -d w -r requirements.in",
+        "wheels: pip download without --only-binary :all:: .venv/bin/pip download -d w -r requirements.in",
+        "wheels: installs from requirements.in, not a hashed lock: .venv/bin/pip download -d w -r requirements.in",
+    ]
 
 
 def test_setup_installs_the_runtime_lock_and_test_adds_the_test_lock():
@@ -329,7 +339,8 @@ def test_installs_rerun_when_a_lock_changes():
     """The stamp that installs a lock lists that lock (and pyproject.toml) as prerequisites."""
     rules = makefile_rules(MAKEFILE)
     for target, (prerequisites, recipe) in rules.items():
-        for lock in {f for line in recipe if "pip install" in line for f in re.findall(r"-r\s+(\S+)", line)}:
+        for lock in {f for line in recipe if re.search(r"pip (install|download)", line)
+                     for f in re.findall(r"-r\s+(\S+)", line)}:
             assert lock in prerequisites or any(lock in rules.get(p, ([], []))[0] for p in prerequisites), (target, lock)
         if any(re.search(r"\s-e\s", line) for line in recipe if "pip install" in line):
             assert "pyproject.toml" in prerequisites, target

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import nh3
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 URL_SCHEMES = {"https"}
 IMAGE_HOSTS: frozenset[str] = frozenset()  # record prose embeds no image from anywhere
@@ -52,6 +54,11 @@ _INSPECT.validateLink = lambda url: True  # see every link the contributor wrote
 
 def render(text: str) -> Markup:
     """Safe HTML of one record's Markdown prose."""
+    # late: nh3 and MarkupSafe come with the site extra; `kb match` and `kb doctor` check records
+    # (problems() below) but render none
+    import nh3
+    from markupsafe import Markup
+
     html = _RENDER.render(text)
     return Markup(nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES,
                             filter_style_properties=STYLES, link_rel="noopener noreferrer",

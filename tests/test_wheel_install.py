@@ -1,0 +1,149 @@
+"""The wheel as a user installs it (issue 25): built from the sources, installed with its runtime
+dependencies only into a fresh virtual environment outside the checkout, and run from a temporary
+folder with no repository file in reach: `bwkb --version`, `bwkb match LOG`, `... | bwkb match -`,
+`bwkb doctor --json`, and `--entries DIR` for newer records than the wheel's.
+
+Nothing is downloaded here: the runtime dependencies come from the wheelhouse that the Makefile's
+test set-up fills from the hashed lock (`make .venv/.installed-test`), installed with --no-index."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from conftest import FIXTURES, ROOT, checked_site
+
+sys.path.insert(0, str(ROOT / "tools"))
+import wheel_install  # noqa: E402
+
+SITE_URL = "https://example.org/kb/"
+VECTORS = json.loads((ROOT / "tests" / "vectors" / "match.json").read_text(encoding="utf-8"))["vectors"]
+VECTOR = next(v for v in VECTORS if v["first"])  # a log whose first cell the vectors name
+SITE_EXTRA = {"mkdocs", "mkdocs-material", "jinja2", "pagefind", "pagefind-bin", "nh3", "markdown"}
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> dict:
+    """The wheel built from a copy of the sources and installed into a fresh venv; returns the
+    venv's bin folder, a clean environment to run it in and the empty folder to run it from."""
+    why = wheel_install.missing_wheelhouse()
+    assert why is None, why
+    base = tmp_path_factory.mktemp("wheel")
+    home = base / "home"
+    home.mkdir()
+    venv = base / "venv"
+    bin_dir = wheel_install.install(venv, str(wheel_install.build_wheel(base, home)), home)
+    work = base / "work"  # where the user runs it: no checkout here or above it
+    work.mkdir()
+    run_env = {"PATH": f"{bin_dir}{os.pathsep}{os.defpath}", "HOME": str(home), "LANG": "C.UTF-8",
+               "KB_SITE_URL": SITE_URL}
+    return {"bin": bin_dir, "env": run_env, "work": work, "venv": venv}
+
+
+def run(installed, *args: str, stdin: bytes | None = None, shell: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run(args[0] if shell else list(args), input=stdin, capture_output=True, cwd=installed["work"],
+                          env=installed["env"], timeout=300, shell=shell)
+
+
+def test_the_wheel_installs_the_runtime_only_and_runs_from_the_venv(installed):
+    python = str(installed["bin"] / "python")
+    probe = ("import importlib.metadata as m, importlib.util as u, json, kb; print(json.dumps("
+             "{'dists': sorted(d.metadata['Name'] for d in m.distributions()), 'kb': kb.__file__, "
+             "'mkdocs': u.find_spec('mkdocs') is not None, 'jinja2': u.find_spec('jinja2') is not None}))")
+    done = run(installed, python, "-I", "-c", probe)
+    assert done.returncode == 0, done.stderr.decode()
+    got = json.loads(done.stdout)
+    assert Path(got["kb"]).is_relative_to(installed["venv"]), got["kb"]  # not the checkout's kb
+    assert not got["mkdocs"] and not got["jinja2"]
+    dists = {_normal(d) for d in got["dists"]}
+    assert not dists & SITE_EXTRA, dists & SITE_EXTRA
+    # Everything installed is the package, pip and setuptools of the venv, or what its runtime
+    # requirements pull in (pinned in the lock).
+    from importlib.metadata import requires
+
+    runtime = {_normal(Requirement(r).name) for r in requires("blackwell-serving-kb") if "extra ==" not in r}
+    assert runtime <= dists
+    assert "blackwell-serving-kb" in dists and "mkdocs" not in dists
+
+
+def test_version_names_the_installed_index(installed):
+    done = run(installed, "bwkb", "--version")
+    assert done.returncode == 0, done.stderr.decode()
+    head, index = done.stdout.decode().splitlines()
+    from importlib.metadata import version
+
+    assert head == f"blackwell-serving-kb {version('blackwell-serving-kb')}"
+    cells = len(list((ROOT / "kb" / "entries").glob("*.yaml")))
+    assert index.startswith(f"index: {cells} cells, checked up to 20"), index
+    assert Path(index.rsplit(" from ", 1)[1]).is_relative_to(installed["venv"]), index
+
+
+def _expected_url() -> str:
+    site = checked_site(ROOT / "kb" / "entries")
+    (cell,) = [c for c in site.cells if c.id == VECTOR["first"]]
+    return SITE_URL + site.url(cell)
+
+
+def test_match_a_log_file_and_standard_input(installed):
+    log = installed["work"] / "engine.log"
+    log.write_text("\n".join(VECTOR["log"]) + "\n", encoding="utf-8")
+    try:
+        from_file = run(installed, "bwkb", "match", "engine.log")
+        piped = run(installed, "cat engine.log | bwkb match -", shell=True)
+    finally:
+        log.unlink()
+    assert from_file.returncode == 0, from_file.stderr.decode()
+    lines = from_file.stdout.decode().splitlines()
+    assert lines[0].startswith("1. ") and lines[0].split(" [", 1)[1].startswith(VECTOR["first"] + "] score ")
+    assert lines[1] == "   " + _expected_url()
+    assert b"no published site URL" not in from_file.stderr  # KB_SITE_URL is set
+    assert piped.returncode == 0 and piped.stdout == from_file.stdout, piped.stderr.decode()
+    assert os.listdir(installed["work"]) == []  # the tool wrote nothing where it ran
+
+
+def test_doctor_json_probes_this_machine_and_judges_a_facts_file(installed):
+    cells = len(list((ROOT / "kb" / "entries").glob("*.yaml")))
+    probed = run(installed, "bwkb", "doctor", "--json", "--timeout", "60")
+    assert probed.returncode == 0, probed.stderr.decode()
+    report = json.loads(probed.stdout)
+    assert len(report["cells"]) == cells
+    assert all(c["url"].startswith(SITE_URL) for c in report["cells"])
+    # A GB10 with the FlashInfer that fails TopK (the fixture tests/test_doctor.py judges too).
+    facts = installed["work"].parent / "gb10.json"
+    shutil.copy2(FIXTURES / "facts" / "gb10-flashinfer-0.6.18.json", facts)
+    judged = run(installed, "bwkb", "doctor", "--json", "--facts", str(facts))
+    assert judged.returncode == 0, judged.stderr.decode()
+    verdicts = {c["entry"]: c for c in json.loads(judged.stdout)["cells"]}
+    topk = verdicts["flashinfer-topk-ragged-operation-not-supported-gb10"]
+    assert topk["verdict"] == "affected" and "GPU is sm_121" in topk["why"]
+    assert topk["url"].startswith(SITE_URL + "e/")
+    assert os.listdir(installed["work"]) == []
+
+
+def test_entries_dir_reads_records_newer_than_the_wheel(installed):
+    """A cell the wheel does not carry is found once --entries names a folder that has it."""
+    newer = installed["work"].parent / "newer-entries"
+    shutil.copytree(FIXTURES / "site", newer, dirs_exist_ok=True)
+    log = installed["work"].parent / "new.log"
+    log.write_text("ValueError: look-alike cell own first line\n", encoding="utf-8")
+    bundled = run(installed, "bwkb", "match", str(log))
+    assert bundled.returncode == 1 and b"no known cell matches this log" in bundled.stdout
+    done = run(installed, "bwkb", "match", "--entries", str(newer), str(log))
+    assert done.returncode == 0, done.stderr.decode()
+    assert "[look-alike-cell]" in done.stdout.decode().splitlines()[0]
+    facts = installed["work"].parent / "no-gpu.json"
+    shutil.copy2(FIXTURES / "facts" / "no-gpu.json", facts)
+    doctor = run(installed, "bwkb", "doctor", "--json", "--entries", str(newer), "--facts", str(facts))
+    assert doctor.returncode == 0, doctor.stderr.decode()
+    assert {c["entry"] for c in json.loads(doctor.stdout)["cells"]} == {p.stem for p in newer.glob("*.yaml")}
