@@ -151,7 +151,7 @@ class Site:
             for cell in self.cells:
                 for value, name in facets.values(facet, cell.entry):
                     groups.setdefault(value, (name, []))[1].append(cell)
-            index[facet] = dict(sorted(groups.items()))
+            index[facet] = dict(sorted(groups.items(), key=lambda item: facets.order(facet, item[0], item[1][0])))
         return index
 
     def listed_in(self, cell: Cell) -> list[tuple[str, str, str]]:

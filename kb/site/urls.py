@@ -42,7 +42,7 @@ def page_urls(site) -> list[str]:
     from kb.site import freshness, matrix
 
     urls = {string_url(text) for text in site.owners}
-    urls.update({"by/", "triage/"})
+    urls.update({"by/", "all/", "triage/"})
     for facet, groups in site.facet_index.items():
         urls.add(facet_url(facet))
         for value, (_, cells) in groups.items():
