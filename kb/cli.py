@@ -110,8 +110,10 @@ def _site_problems(cells, folders: list[Path]) -> list:
     own = any(folder.resolve() == kb_folder / "entries" for folder in folders)
     if not own:
         return urls.site_problems(cells, None, None)
+    from kb.records import ids
+
     return sources.problems(config_file=kb_folder.parent / "mkdocs.yml") + urls.site_problems(
-        cells, urls.OWN_LOCK, urls.OWN_REDIRECTS)
+        cells, urls.OWN_LOCK, urls.OWN_REDIRECTS, id_lock=ids.OWN_LOCK)
 
 
 def _schema(args) -> int:
@@ -222,11 +224,12 @@ def _match(args) -> int:
     base = args.site_url.rstrip("/") + "/" if args.site_url else ""
     if hits and not base and not args.json:
         print(f"kb match: {NO_SITE_URL}", file=sys.stderr)
+    citable = _citable(Path(args.entries), hits)
     if args.json:
         # No log line goes into the JSON: record text (which KB031 keeps free of controls and
         # bidi characters), and in `why` a GPU name and versions as kb.triage.logfacts reads them
         # (ASCII letters, digits, spaces, `.+-`); json.dumps escapes C0 controls in any case.
-        out = [hit.as_json() | {"url": base + hit.url} for hit in hits]
+        out = [hit.as_json() | {"url": base + hit.url, "citable_id": citable.get(hit.entry)} for hit in hits]
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
         print("no known cell matches this log")
@@ -240,7 +243,8 @@ def _match(args) -> int:
         for rank, hit in enumerate(hits, 1):
             # The log is anyone's text: its lines are shown with controls escaped (an ESC or a CR
             # in a log line would otherwise act on the terminal) and cut to 200 characters.
-            print(f"{rank}. {visible(hit.title)} [{hit.entry}] {hit.verdict}, score {hit.score}")
+            cited = f"{citable[hit.entry]} " if hit.entry in citable else ""
+            print(f"{rank}. {cited}{visible(hit.title)} [{hit.entry}] {hit.verdict}, score {hit.score}")
             print(f"   {visible(base + hit.url)}")
             print(f"   {MATCH_TITLES[hit.verdict]}: {visible(hit.why, 400)}")
             for number in hit.lines[:5]:
@@ -248,6 +252,20 @@ def _match(args) -> int:
             if len(hit.lines) > 5:
                 print(f"   ... and {len(hit.lines) - 5} more line(s)")
     return 0 if hits else 1
+
+
+def _citable(entries: Path, hits) -> dict[str, str]:
+    """cell id -> citable id (kb.records.ids) of the cells `hits` name: the lock's; a cell the lock
+    lacks (another folder's, or a new one before `kb lock`) gets the number the lock would give it,
+    which takes checking the entries."""
+    from kb.records import ids
+
+    citable = ids.for_entries(entries)
+    if all(hit.entry in citable for hit in hits):
+        return citable
+    from kb.records import lint
+
+    return ids.for_entries(entries, lint.cached_check([entries]).cells)
 
 
 def _doctor(args) -> int:
@@ -261,8 +279,10 @@ def _lock(args) -> int:
     from kb.site import urls
     from kb.site.generate import GenerateError, generate
 
+    from kb.records import ids
+
     try:
-        generated = generate(ENTRIES)
+        generated = generate(ENTRIES, id_lock=Path(args.ids))
     except GenerateError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -270,6 +290,14 @@ def _lock(args) -> int:
     locked = urls.read_lock(lock) if lock.exists() else []
     added = urls.write_lock(lock, locked, generated.published)
     print(f"{lock}: {len(added)} URL(s) added, {len(set(locked) | set(generated.published))} recorded")
+    id_lock = Path(args.ids)
+    try:
+        new_ids = ids.write(id_lock, generated.renderer.site.cells)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    shown = ", ".join(new_ids[:5]) + (f" and {len(new_ids) - 5} more" if len(new_ids) > 5 else "")
+    print(f"{id_lock}: {len(new_ids)} id(s) added" + (f" ({shown})" if new_ids else ""))
     return 0
 
 
@@ -328,8 +356,10 @@ def parser() -> argparse.ArgumentParser:
                    help="folder the preview is built into (default: .cache/serve/site)")
     p.set_defaults(run=_serve)
 
-    p = sub.add_parser("lock", help="record every URL the site publishes in kb/urls.lock (never drops one)")
+    p = sub.add_parser("lock", help="record every URL the site publishes in kb/urls.lock (never drops one) and give "
+                       "new cells the next citable ids in kb/ids.lock")
     p.add_argument("--lock", default="kb/urls.lock", help="lock file (default: kb/urls.lock)")
+    p.add_argument("--ids", default="kb/ids.lock", help="id lock file (default: kb/ids.lock)")
     p.set_defaults(run=_lock)
 
     p = sub.add_parser("match", help="find the cells a log shows (exit 0 matches, 1 none, 2 unreadable)")

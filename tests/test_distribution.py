@@ -79,13 +79,14 @@ def test_json_api_and_osv(site_dir, live):
     facts_schema = json.loads((site_dir / "api/v1/schema/facts.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(facts_schema)
     for summary, cell in zip(index["cells"], live.cells):
-        assert set(summary) == {"id", "title", "signatures", "status", "updated", "published", "url", "record"}
+        assert set(summary) == {"id", "citable_id", "title", "signatures", "status", "updated", "published", "url",
+                                "record"}
         assert summary["url"] == SITE_URL + live.url(cell)
         record = json.loads((site_dir / f"api/v1/cells/{cell.id}.json").read_text(encoding="utf-8"))
         validator.validate(record["record"])
         assert record["record"]["signatures"][0]["text"] == cell.entry.signatures[0].text
         osv = json.loads((site_dir / f"osv/{cell.id}.json").read_text(encoding="utf-8"))
-        assert osv["id"] == cell.id and osv["modified"] == f"{cell.entry.updated}T00:00:00Z"
+        assert osv["id"].startswith("BWKB-") and osv["database_specific"]["cell"] == cell.id and osv["modified"] == f"{cell.entry.updated}T00:00:00Z"
         assert osv["summary"] and osv["details"].startswith(cell.entry.summary)
         assert {r["url"] for r in osv["references"]} >= {link.url for link in cell.entry.upstream}
         assert osv["database_specific"]["architectures"] == list(cell.entry.hardware.architectures)

@@ -28,7 +28,8 @@ NEW_RULES = {"KB046", "KB047", "KB048", "KB049", "KB055", "KB056", "KB057", "KB0
 BESPOKE = {"KB001", "KB029", "KB002", "KB004", "KB009", "KB020", "KB038", "KB041", "KB050", "KB051",
            # the redirects file and the site as a whole: tests/test_redirects.py
            "KB070", "KB071", "KB072", "KB073", "KB074", "KB075",
-           "KB076"}  # a link among the build's sources: tests/test_sources.py
+           "KB076",  # a link among the build's sources: tests/test_sources.py
+           "KB077", "KB078", "KB079"}  # the id lock: test_id_lock_rule_examples below
 
 
 def _overlay(fragment: str) -> str:
@@ -453,3 +454,24 @@ def test_kb047_index_finds_what_comparing_every_pair_finds(folder):
     found = [(a.id, i, b.id, j) for a, i, b, j in lint.look_alike_pairs(cells)]
     assert found == _brute_force_pairs(cells)
     assert found  # the live cells and the fixtures do have look-alikes: they are related today
+
+
+# --- the id lock (kb.records.ids) ----------------------------------------------------------
+
+@pytest.mark.parametrize("code", ["KB077", "KB078", "KB079"])
+def test_id_lock_rule_examples(tmp_path, code):
+    """Each example is the lock's text after '# kb/ids.lock', with the URLs kb/urls.lock lists; the
+    cells are plan-index-a and plan-index-b."""
+    from types import SimpleNamespace
+
+    from kb.records import ids
+
+    cells = [SimpleNamespace(id=name, path=tmp_path / f"{name}.yaml", entry=SimpleNamespace(published="2026-12-02"))
+             for name in ("plan-index-a", "plan-index-b")]
+    rule = RULES[code]
+    for example, broken in ((rule.good, False), (rule.bad, True)):
+        published = [u.removeprefix("/") for u in re.findall(r"^# kb/urls.lock lists (\S+)$", example, re.M)]
+        lock = tmp_path / "ids.lock"
+        lock.write_text(example.split("# kb/ids.lock", 1)[1].split("\n", 1)[1] + "\n", encoding="utf-8")
+        codes = {p.code for p in ids.problems(lock, cells, published)}
+        assert (code in codes) if broken else not codes, (code, example, codes)

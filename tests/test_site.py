@@ -176,6 +176,8 @@ def test_cell_pages_link_back_to_their_indexes(fixture_site):
 def test_index_pages_are_not_search_bodies_and_nav_lists_no_cells(fixture_site):
     for path in html_files(fixture_site):
         rel = path.relative_to(fixture_site).as_posix()
+        if rel.startswith("id/"):  # a page that only sends the reader to the cell (tests/test_ids.py)
+            continue
         found = parse(path)
         assert found.pagefind_body == (rel.startswith("e/") and (
             "look-alike-line" in rel or found.h1 and "kb-cell" in path.read_text(encoding="utf-8"))), rel

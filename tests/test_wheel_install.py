@@ -105,7 +105,8 @@ def test_match_a_log_file_and_standard_input(installed):
         log.unlink()
     assert from_file.returncode == 0, from_file.stderr.decode()
     lines = from_file.stdout.decode().splitlines()
-    assert lines[0].startswith("1. ") and lines[0].split(" [", 1)[1].startswith(VECTOR["first"] + "] score ")
+    assert lines[0].startswith("1. ") and lines[0].rsplit(" [", 1)[1].startswith(VECTOR["first"] + "] ")
+    assert ", score " in lines[0]  # after the verdict: applies, unknown, fixed or ruled out
     assert lines[1] == "   " + _expected_url()
     assert b"no published site URL" not in from_file.stderr  # KB_SITE_URL is set
     assert piped.returncode == 0 and piped.stdout == from_file.stdout, piped.stderr.decode()

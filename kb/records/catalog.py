@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from kb.cache import fingerprint
-from kb.records import facets
+from kb.records import facets, ids
 from kb.records.slug import slug
 from kb.schema import Cell
 
@@ -118,9 +118,11 @@ def paginate(base: str, items: list, per_page: int | None = None) -> list[tuple[
 class Site:
     """The cells and every URL derived from them."""
 
-    def __init__(self, cells: list[Cell]):
+    def __init__(self, cells: list[Cell], locked_ids: list | None = None):
         self.cells = sorted(cells, key=lambda c: c.id)
         self.by_id = {c.id: c for c in self.cells}
+        # Each cell's citable id (kb.records.ids): the lock's, else the next number it would get.
+        self.citable = ids.assign(locked_ids or [], self.cells)
         self._shown: dict[str, str] = {}
         self.owners: dict[str, list[Cell]] = defaultdict(list)
         for cell in self.cells:
@@ -136,7 +138,8 @@ class Site:
         computed once per cell and catalog)."""
         found = self._shown.get(cell.id)
         if found is None:
-            found = self._shown[cell.id] = fingerprint(cell.id, self.url(cell), cell.entry.model_dump_json())
+            found = self._shown[cell.id] = fingerprint(cell.id, self.citable[cell.id], self.url(cell),
+                                                      cell.entry.model_dump_json())
         return found
 
     @cached_property
@@ -148,7 +151,7 @@ class Site:
             for cell in self.cells:
                 for value, name in facets.values(facet, cell.entry):
                     groups.setdefault(value, (name, []))[1].append(cell)
-            index[facet] = dict(sorted(groups.items()))
+            index[facet] = dict(sorted(groups.items(), key=lambda item: facets.order(facet, item[0], item[1][0])))
         return index
 
     def listed_in(self, cell: Cell) -> list[tuple[str, str, str]]:

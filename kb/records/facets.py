@@ -21,6 +21,19 @@ STATUS_NAMES = {
     "under-investigation": "Under investigation",
 }
 
+# The statuses in the order a failure lives through them (what browse pages and menus list).
+LIFECYCLE = ["under-investigation", "fix-proposed", "fixed-main", "fixed-release", "workaround-only", "device-limit"]
+assert sorted(LIFECYCLE) == sorted(STATUS_NAMES)
+
+
+def order(facet: str, value: str, name: str) -> tuple:
+    """Where a value of `facet` sits on browse pages: statuses in lifecycle order, every other
+    facet by its display name as a reader reads it (case folded), then its key."""
+    if facet == "status":
+        return (LIFECYCLE.index(value), "", value)
+    return (0, name.casefold(), value)
+
+
 SYMPTOM_NAMES = {
     "out-of-memory": "Out of memory",
     "crash": "Crash / Xid",
@@ -44,6 +57,10 @@ PACKAGE_NAMES = {
     "nvidia-driver": "NVIDIA driver",
     "llama.cpp": "llama.cpp",
     "deepgemm": "DeepGEMM",
+    "cuda-toolkit": "CUDA Toolkit",
+    "flash-attn": "FlashAttention",
+    "nccl": "NCCL",
+    "xformers": "xFormers",
 }
 
 ARCH_NAMES = {"sm_120": "sm_120 (RTX PRO 6000 / 5000, RTX 50xx)", "sm_121": "sm_121 (GB10, DGX Spark)"}

@@ -244,6 +244,16 @@ RULES = {rule.code: rule for rule in [
     Rule("KB076", "regular-source-file", "What the build reads besides the entries (site_src/, templates/, hooks/, kb/, mkdocs.yml) holds regular files and folders only: a symbolic link, named pipe, device or socket is refused unread, since the engine would copy what a link points at into the site.",
          good="# site_src/assets/kb.css: a regular file",
          bad="# site_src/assets/leak.txt: a symbolic link to ../../../home/alice/.ssh/id_ed25519"),
+    # The id lock (kb.records.ids): checked by `kb check` on the repository's entries.
+    Rule("KB077", "id-lock-lines", "Each line of kb/ids.lock is '<id> <cell>', the id BWKB-<year>-<number>; line N holds number N (no gap, no number twice), and no id or cell appears twice: an id names one cell and is never reused.",
+         good="# kb/ids.lock\nBWKB-2026-0001 plan-index-a\nBWKB-2026-0002 plan-index-b",
+         bad="# kb/ids.lock (the line of BWKB-2026-0002 was removed)\nBWKB-2026-0001 plan-index-a\nBWKB-2026-0003 plan-index-b"),
+    Rule("KB078", "cell-has-id", "Every cell has a citable id in kb/ids.lock: `kb lock` gives each new cell the next number, in publication order (published date, then file name).",
+         good="# kb/entries/: plan-index-a.yaml plan-index-b.yaml\n# kb/ids.lock\nBWKB-2026-0001 plan-index-a\nBWKB-2026-0002 plan-index-b",
+         bad="# kb/entries/: plan-index-a.yaml plan-index-b.yaml\n# kb/ids.lock (plan-index-b has no line; run kb lock)\nBWKB-2026-0001 plan-index-a"),
+    Rule("KB079", "id-never-removed", "An id the site published stays in kb/ids.lock: its URL id/<id>/ is in kb/urls.lock, and removing its line would give the number to another cell.",
+         good="# kb/urls.lock lists /id/BWKB-2026-0002/\n# kb/ids.lock\nBWKB-2026-0001 plan-index-a\nBWKB-2026-0002 plan-index-b",
+         bad="# kb/urls.lock lists /id/BWKB-2026-0002/\n# kb/ids.lock (the last line was removed)\nBWKB-2026-0001 plan-index-a"),
     Rule("KB052", "number-range", "A measured number is 0 or between 1e-9 and 1e15 in size (what a chart can draw), written in a unit that keeps it there.",
          good="measurements:\n  - {quantity: Gap between kernel launches, unit: ns, value: 0.25,\n"
               f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",

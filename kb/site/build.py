@@ -122,7 +122,7 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
             return 1
         docs_dir = Path(config["docs_dir"])
         options = {key: str(config["extra"].get(key)) for key in
-                   ("kb_entries", "kb_url_lock", "kb_redirects", "kb_shells")}
+                   ("kb_entries", "kb_url_lock", "kb_redirects", "kb_id_lock", "kb_shells")}
         options |= {"site_url": str(config["site_url"]), "repo_url": str(layout.repo_url)}
         inputs = incremental.inputs(config_file, docs_dir, options)
         marked = incremental.marked_urls(docs_dir, shell.MARKER)
@@ -193,9 +193,11 @@ def _site_refused(config, result: lint.Result) -> bool:
     from kb.site import sources
 
     extra = config["extra"]
-    lock, moved = (Path(extra[key]) if extra.get(key) else None for key in ("kb_url_lock", "kb_redirects"))
+    lock, moved, id_lock = (Path(extra[key]) if extra.get(key) else None
+                            for key in ("kb_url_lock", "kb_redirects", "kb_id_lock"))
     problems = sources.problems(Path(config["docs_dir"]), Path(config["config_file_path"]))
-    problems += urls.site_problems(result.cells, lock, moved)
+    # A cell the id lock lacks is numbered as `kb lock` will number it: the build does not wait for it.
+    problems += [p for p in urls.site_problems(result.cells, lock, moved, id_lock=id_lock) if p.code != "KB078"]
     for problem in problems:
         print(problem.format())
     if problems:
@@ -264,6 +266,8 @@ def _config(config_file: Path, entries: Path, site_url: str | None, lock: Path |
     for key, given in (("kb_url_lock", lock), ("kb_redirects", redirects)):
         if given is not None or not own:
             extra[key] = str(given) if given is not None else ""
+    if not own:
+        extra["kb_id_lock"] = ""  # another folder's cells are numbered as `kb lock` would (kb.records.ids)
     extra["kb_shells"] = shells  # False: every page through the theme (tests compare the two)
     extra["kb_search_index"] = False  # kb build indexes the site after the pages are in place
     if repo_url is not None:

@@ -35,7 +35,7 @@ def absolute(site_url: str | None, url: str) -> str:
 
 def _summary(cell: Cell, site: Site, site_url: str | None) -> dict:
     e = cell.entry
-    return {"id": cell.id, "title": e.title, "status": e.status.state, "updated": e.updated,
+    return {"id": cell.id, "citable_id": site.citable[cell.id], "title": e.title, "status": e.status.state, "updated": e.updated,
             "published": e.published, "url": absolute(site_url, site.url(cell)),
             "signatures": [{"text": s.text, "kind": s.kind} for s in e.signatures],
             "record": absolute(site_url, f"{API}cells/{cell.id}.json")}
@@ -79,14 +79,14 @@ def osv(cell: Cell, site: Site, site_url: str | None) -> dict:
         references.append({"type": "WEB", "url": absolute(site_url, site.url(cell))})
     return {
         "schema_version": "1.6.0",
-        "id": cell.id,
+        "id": site.citable[cell.id],  # the database's own id, as RUSTSEC-... and GO-... records have
         "modified": f"{e.updated}T00:00:00Z",
         "published": f"{e.published}T00:00:00Z",
         "summary": e.title,
         "details": e.summary + "\n\n" + e.mechanism,
         "affected": affected,
         "references": references,
-        "database_specific": {"architectures": list(e.hardware.architectures), "gpus": list(e.hardware.gpus),
+        "database_specific": {"cell": cell.id, "architectures": list(e.hardware.architectures), "gpus": list(e.hardware.gpus),
                               "status": e.status.state, "status_as_of": e.status.as_of,
                               "signatures": [s.text for s in e.signatures]},
     }
@@ -149,7 +149,8 @@ def cell_exports(site: Site, site_url: str | None, cache=None) -> dict[str, tupl
     out: dict[str, tuple[str, str, str]] = {}
     for cell in site.cells:
         def make(cell=cell) -> tuple[str, str, str]:
-            return (_json({"version": 1, "id": cell.id, "url": absolute(site_url, site.url(cell)),
+            return (_json({"version": 1, "id": cell.id, "citable_id": site.citable[cell.id],
+                           "url": absolute(site_url, site.url(cell)),
                            "record": cell.entry.model_dump(mode="json", exclude_none=True)}),
                     _json(osv(cell, site, site_url)), jsonld(cell, site, site_url))
         out[cell.id] = (make() if cache is None else

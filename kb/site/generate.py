@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb.cache import code_fingerprint, for_folders, fingerprint
-from kb.records import lint
+from kb.records import ids, lint
 from kb.records import redirects as redirects_file
 from kb.records.catalog import Site
 from kb.site import export, search, urls
@@ -65,15 +65,20 @@ def _searched(site) -> list[str]:
 
 def generate(entries: Path, site_url: str | None = None, lock: Path | None = None,
              redirects: Path | None = None, checked: lint.Result | None = None,
-             repo_url: str | None = None) -> Generated:
+             repo_url: str | None = None, id_lock: Path | None = None) -> Generated:
     """Everything the site publishes. `checked` is the result of `lint.check([entries])` when the
-    caller already has it (`kb build` checks before it starts the engine)."""
+    caller already has it (`kb build` checks before it starts the engine). `id_lock`: the cells'
+    citable ids (kb.records.ids; cells it lacks get the next numbers, as `kb lock` would give them)."""
     started = time.perf_counter()
     result = checked if checked is not None else lint.cached_check([entries])
     if result.problems:
         shown = "\n".join(p.format() for p in result.problems[:50])
         raise GenerateError(f"{len(result.problems)} problem(s) in the entries; run `kb check`:\n{shown}")
-    site = Site(result.cells)
+    locked_ids, id_problems = ids.read(id_lock)
+    if id_problems:
+        raise GenerateError("the id lock breaks its rules; run `kb check`:\n"
+                            + "\n".join(p.format() for p in id_problems[:50]))
+    site = Site(result.cells, locked_ids)
     cache = for_folders("render", [entries])
     renderer = Renderer(site, repo_url, cache)
     per_cell = export.cell_exports(site, site_url, cache)
@@ -88,7 +93,13 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
     files.update(_cached(cache, ["literals", *_searched(site)], lambda: search.literal_files(site)))
     if cache is not None:
         cache.save()
-    current = urls.published([p.url for p in pages], list(files))
+    # A URL by citable id (id/BWKB-2026-0001/) sends readers to the cell's page: a redirect page
+    # like those of kb/redirects.yaml, written through the same writer.
+    by_id = {ids.url(site.citable[c.id]): site.url(c) for c in site.cells}
+    for old, new in by_id.items():
+        files[redirects_file.written_path(old)] = urls.redirect_page(old, new, site_url)
+    current = urls.published([p.url for p in pages] + list(by_id), [f for f in files if f.removesuffix("index.html")
+                                                                    not in by_id])
     if lock is not None and lock.exists():
         locked = urls.read_lock(lock)
         found, problems = redirects_file.read_file(redirects, locked) if redirects is not None else ([], [])

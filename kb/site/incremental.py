@@ -87,7 +87,7 @@ def inputs(config_file: Path, docs_dir: Path, options: dict[str, str]) -> str:
     parts: list[str | bytes] = ["config", read_regular(config_file)]
     for folder in (ROOT / "kb", ROOT / "hooks", ROOT / "templates", docs_dir):
         parts += ["folder", str(folder), *_folder_parts(folder, entries)]
-    for key in ("kb_url_lock", "kb_redirects"):
+    for key in ("kb_url_lock", "kb_redirects", "kb_id_lock"):
         path = Path(options[key]) if options.get(key) else None
         parts += [key, path.read_bytes() if path is not None and path.is_file() else "none"]
     parts += [f"{key}={value}" for key, value in sorted(options.items())]

@@ -59,6 +59,9 @@ def _templates_fingerprint() -> str:
     return fingerprint(*[part for path in sorted(TEMPLATES.glob("*.html")) for part in (path.name, path.read_bytes())])
 
 
+ALL_URL = "all/"  # the page listing every failure
+
+
 class Renderer:
     def __init__(self, site: Site, repo_url: str | None = None, cache: Cache | None = None):
         """`cache` (kb.cache) keeps cell, pointer, disambiguation and listing pages: a page is
@@ -163,7 +166,8 @@ class Renderer:
     def indexes(self) -> list[Page]:
         pages = [Page("by/", "Browse the index", "Every way to browse the cells: by GPU, architecture, "
                       "component, symptom, status and upstream repository.",
-                      self._render("browse.html", "by/"), "index")]
+                      self._render("browse.html", "by/"), "index"),
+                 self.every_failure()]
         for facet, title in facets.FACETS.items():
             groups = self.site.facet_index[facet]
             here = facet_url(facet)
@@ -174,6 +178,12 @@ class Renderer:
                     key = ["listing", facet, title, name, paging.key, *[self.site.shown(c) for c in chunk]]
                     pages.append(self._cached(key, lambda: self._listing(facet, title, name, cells, chunk, paging)))
         return pages
+
+    def every_failure(self) -> Page:
+        """One page listing every cell, in citable-id order (publication order), each linked."""
+        cells = sorted(self.site.cells, key=lambda c: int(self.site.citable[c.id].rsplit("-", 1)[1]))
+        return Page(ALL_URL, "Every failure", f"All {len(cells)} failures of the Blackwell serving-failure index, "
+                    "with their ids, statuses and dates.", self._render("all.html", ALL_URL, cells=cells), "index")
 
     def _listing(self, facet, title, name, cells, chunk, paging) -> Page:
         return Page(paging.url, paged_title(f"{title.removeprefix('By ').capitalize()}: {name}", paging),

@@ -124,7 +124,7 @@ def layout(extra: dict, site_url: str | None, nav, config_dir: Path, checked=Non
 
     repo_url = repo_of(extra, config_dir)
     generated = generate(Path(extra.get("kb_entries") or "kb/entries"), site_url or None, path("kb_url_lock"),
-                         path("kb_redirects"), checked=checked, repo_url=repo_url)
+                         path("kb_redirects"), checked=checked, repo_url=repo_url, id_lock=path("kb_id_lock"))
     in_nav = nav_sources(nav or [])
     rendered, filled = without(generated.pages, in_nav) if extra.get("kb_shells", True) else (generated.pages, [])
     stand_ins = {kind: stand_in(kind) for kind in sorted({kind_of(p) for p in filled})}

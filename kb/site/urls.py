@@ -37,11 +37,12 @@ def page_url(path: Path, site_src: Path = SITE_SRC) -> str:
 def page_urls(site) -> list[str]:
     """Every URL a site publishes for the cells and indexes of `site` (a kb.records.catalog.Site),
     sorted: what the renderer makes, known without rendering."""
+    from kb.records import ids
     from kb.records.catalog import RULES_URL, facet_url, paged_urls, string_url
     from kb.site import freshness, matrix
 
     urls = {string_url(text) for text in site.owners}
-    urls.update({"by/", "triage/"})
+    urls.update({"by/", "all/", "triage/"})
     for facet, groups in site.facet_index.items():
         urls.add(facet_url(facet))
         for value, (_, cells) in groups.items():
@@ -49,6 +50,7 @@ def page_urls(site) -> list[str]:
     urls.update(matrix.urls(site.cells))
     urls.update(freshness.urls(site.cells))
     urls.add(RULES_URL)
+    urls.update(ids.url(citable) for citable in site.citable.values())
     return sorted(urls)
 
 
@@ -133,17 +135,23 @@ def redirect_problems(moved: list[redirects.Redirect], path: Path, published: se
     return problems
 
 
-def site_problems(cells, lock: Path | None, redirects_file: Path | None, site_src: Path = SITE_SRC) -> list[Problem]:
+def site_problems(cells, lock: Path | None, redirects_file: Path | None, site_src: Path = SITE_SRC,
+                  id_lock: Path | None = None) -> list[Problem]:
     """The checks of the site as a whole, known from the checked `cells` without rendering (what
-    `kb check` and `kb build` run before the engine): every URL short enough (KB075), and the
-    redirects of `redirects_file` (KB070-KB074) against the URLs locked in `lock`."""
+    `kb check` and `kb build` run before the engine): every URL short enough (KB075), the
+    redirects of `redirects_file` (KB070-KB074) against the URLs locked in `lock`, and the id lock
+    `id_lock` (KB077-KB079, kb.records.ids) against the cells and `lock`."""
+    from kb.records import ids
     from kb.records.catalog import Site
     from kb.site import export
 
-    site = Site(cells)
+    locked_ids, _ = ids.read(id_lock)
+    site = Site(cells, locked_ids)
     pages = page_urls(site)
     exports = export.paths(site)
     problems = segment_problems(site, pages + exports)
+    if id_lock is not None:
+        problems += ids.problems(id_lock, cells, read_lock(lock) if lock is not None and lock.is_file() else [])
     if redirects_file is None:
         return problems
     locked = read_lock(lock) if lock is not None and lock.is_file() else None

@@ -26,6 +26,8 @@
   var generation = 0;
   var CANDIDATES = 10; // Pagefind results whose data is loaded
   var SHOWN = 10;
+  var GPU_NUMBER = /^(?:(?:rtx|gb|b)\s*)?\d{2,5}(?:\s*(?:ti|d))?$/;
+  var showAll = false; // "Show all N results", or a ?q= link: every result, not the first SHOWN
   var STRONG = 0.6; // a literal scoring this much is put before Pagefind's results
   var WEAK = 0.4; // below this a literal is not shown at all
   var MAX_TOKENS = 80; // words of a pasted line looked at
@@ -425,6 +427,28 @@
       status.textContent = "No results for \u201c" + raw + "\u201d. ";
       status.appendChild(triageLink(raw));
     }
+    if (items.length) {
+      if (total > items.length) {
+        var more = document.createElement("button");
+        more.type = "button";
+        more.className = "kb-search__all";
+        more.textContent = "Show all " + total + " results";
+        more.addEventListener("click", function () { showAll = true; run(); input.focus(); });
+        status.appendChild(document.createTextNode(" "));
+        status.appendChild(more);
+      }
+      // A link that runs this search when opened (the query and filters in ?q=, ?component=...).
+      var share = document.createElement("a");
+      share.className = "kb-search__share";
+      var params = new URLSearchParams();
+      if (raw) params.set("q", raw);
+      var chosen = filters();
+      Object.keys(chosen).sort().forEach(function (k) { params.set(k, chosen[k]); });
+      share.href = new URL("?" + params.toString(), siteRoot).href;
+      share.textContent = "Link to this search";
+      status.appendChild(document.createTextNode(" "));
+      status.appendChild(share);
+    }
     input.setAttribute("aria-expanded", items.length ? "true" : "false");
     setActive(-1);
     root.setAttribute("data-done-query", raw);
@@ -484,7 +508,10 @@
       return;
     }
     status.textContent = "Searching\u2026";
-    var local = query ? literalsFor(raw).then(function (index) {
+    // A bare number (5090, `rtx 5090`) is what a reader types for a GPU model: masked, it would
+    // match every literal with any number, so only the page text is searched for it, as written.
+    var bare = GPU_NUMBER.test(query);
+    var local = query && !bare ? literalsFor(raw).then(function (index) {
       return { index: index, hits: scoreLiterals(index, raw, chosen) };
     }).catch(function (error) {
       if (window.console) console.warn("kb search: literal strings unavailable: " + error);
@@ -508,7 +535,7 @@
       });
     }).then(function (search) {
       if (!search) return { total: 0, datas: [] };
-      var top = search.results.slice(0, CANDIDATES);
+      var top = search.results.slice(0, showAll ? search.results.length : CANDIDATES);
       return Promise.all(top.map(function (r) { return r.data(); })).then(function (datas) {
         return { total: search.results.length, datas: datas };
       });
@@ -519,7 +546,7 @@
       var items = merge(query, hits, found.datas);
       var extra = Math.max(0, found.total - found.datas.length);
       var strong = hits.some(function (h) { return h.score >= STRONG; });
-      render(shown, items.slice(0, SHOWN), items.length + extra, !found.datas.length && !strong && items.length > 0);
+      render(shown, showAll ? items : items.slice(0, SHOWN), items.length + extra, !found.datas.length && !strong && items.length > 0);
       if (openWhenDone) {
         openWhenDone = false;
         open(0);
@@ -537,10 +564,11 @@
   }
 
   input.addEventListener("input", function () {
+    showAll = false;
     clearTimeout(timer);
     timer = setTimeout(function () { timer = null; run(); }, 120);
   });
-  selects.forEach(function (s) { s.addEventListener("change", run); });
+  selects.forEach(function (s) { s.addEventListener("change", function () { showAll = false; run(); }); });
   root.addEventListener("submit", function (event) { event.preventDefault(); });
 
   // Enter opens the chosen result (the first unless the arrows chose another), once the results
@@ -596,8 +624,10 @@
     if (filling) return;
     filling = load().then(function (pf) { return pf.filters(); }).then(function (available) {
       selects.forEach(function (s) {
-        if (s.options.length > 1) return;
-        var values = Object.keys(available[s.getAttribute("data-filter")] || {}).sort();
+        var have = Array.prototype.map.call(s.options, function (o) { return o.value; });
+        var values = Object.keys(available[s.getAttribute("data-filter")] || {}).sort(function (a, b) {
+          return a.toLowerCase().localeCompare(b.toLowerCase()) || a.localeCompare(b);
+        }).filter(function (v) { return have.indexOf(v) < 0; });
         values.forEach(function (v) {
           var option = document.createElement("option");
           option.value = v;
@@ -611,4 +641,26 @@
     s.addEventListener("pointerenter", fillFilters);
     s.addEventListener("focus", fillFilters);
   });
+
+  // A link with ?q= (and ?component=, ?architecture=, ?status=) runs that search when the page
+  // opens, every result shown: what "Link to this search" gives.
+  var asked = new URLSearchParams(window.location.search);
+  var askedFilter = false;
+  selects.forEach(function (s) {
+    var v = asked.get(s.getAttribute("data-filter"));
+    if (!v) return;
+    if (!Array.prototype.some.call(s.options, function (o) { return o.value === v; })) {
+      var option = document.createElement("option");
+      option.value = v;
+      option.textContent = v;
+      s.appendChild(option);
+    }
+    s.value = v;
+    askedFilter = true;
+  });
+  if (asked.get("q") || askedFilter) {
+    input.value = asked.get("q") || "";
+    showAll = true;
+    run();
+  }
 })();

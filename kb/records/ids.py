@@ -1,0 +1,147 @@
+"""Stage 3, lint (beside the entries): each cell's short citable id, `BWKB-<year>-<number>`.
+
+Like RUSTSEC-2024-0001 or GO-2024-2687, an id names one cell for good: it is assigned once, in
+publication order (the `published` date, then the file name), and never given to another cell.
+The ids live in a lock file (`kb/ids.lock`, one `<id> <cell file name without .yaml>` a line), which
+only grows: `kb lock` appends the next numbers for cells that have none. The number runs on across
+years (the year is the cell's publication year, for the reader); line N holds number N.
+
+A renamed entry keeps its id: change the name on its line. A removed entry keeps its line (the id is
+not reused); its id URL then needs a redirect like any other published URL (kb/redirects.yaml).
+
+Nothing here writes a file but `write`, which `kb lock` calls.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kb.records.problems import Problem
+
+PREFIX = "BWKB"
+ID = re.compile(rf"{PREFIX}-(\d{{4}})-(\d{{4,}})")
+_LINE = re.compile(rf"({PREFIX}-\d{{4}}-\d{{4,}}) ([a-z0-9][a-z0-9-]*)")
+HEADER = ("# Each cell's citable id, assigned once in publication order (published, then file name) and never "
+          "reused. Managed by `kb lock`; see kb/records/ids.py.\n")
+URL_PREFIX = "id/"
+
+
+@dataclass(frozen=True)
+class Locked:
+    id: str
+    cell: str
+    line: int
+
+
+def url(citable: str) -> str:
+    """The URL that redirects to the cell's page."""
+    return f"{URL_PREFIX}{citable}/"
+
+
+def read(path: Path | None) -> tuple[list[Locked], list[Problem]]:
+    """The well-formed lines of the lock at `path` (none when there is no lock) and a KB077 Problem
+    for each line that breaks the format or the numbering."""
+    if path is None or not path.is_file():
+        return [], []
+    found: list[Locked] = []
+    problems: list[Problem] = []
+    seen_ids: dict[str, int] = {}
+    seen_cells: dict[str, int] = {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.fullmatch(line)
+        if m is None:
+            problems.append(Problem(path, number, "(line)", f"each line is '<id> <cell>', such as "
+                                    f"'{PREFIX}-2026-0001 mla-decode-fp8-kv-triton-shared-memory'", "KB077", line))
+            continue
+        citable, cell = m.groups()
+        expected = len(found) + 1
+        if citable in seen_ids:
+            problems.append(Problem(path, number, citable, f"this id is already given on line {seen_ids[citable]}; an "
+                                    "id names one cell and is never reused", "KB077", citable))
+            continue
+        if cell in seen_cells:
+            problems.append(Problem(path, number, cell, f"this cell already has an id on line {seen_cells[cell]}; a "
+                                    "cell has one id", "KB077", cell))
+            continue
+        if int(ID.fullmatch(citable).group(2)) != expected:
+            problems.append(Problem(path, number, citable, f"ids are numbered in order without gaps: this line must "
+                                    f"hold number {expected:04d} (a removed line's id would be given again; restore "
+                                    "it)", "KB077", citable))
+        seen_ids[citable] = number
+        seen_cells[cell] = number
+        found.append(Locked(citable, cell, number))
+    return found, problems
+
+
+def assign(locked: list[Locked], cells) -> dict[str, str]:
+    """cell id -> citable id for every cell of `cells`: the locked ids, and the next numbers for the
+    cells the lock lacks, in publication order (published date, then file name)."""
+    ids = {entry.cell: entry.id for entry in locked}
+    number = max((int(ID.fullmatch(entry.id).group(2)) for entry in locked), default=0)
+    for cell in sorted((c for c in cells if c.id not in ids), key=lambda c: (c.entry.published, c.id)):
+        number += 1
+        ids[cell.id] = f"{PREFIX}-{cell.entry.published[:4]}-{number:04d}"
+    return {c.id: ids[c.id] for c in cells}
+
+
+def problems(path: Path, cells, published_urls: list[str]) -> list[Problem]:
+    """What `kb check` says of the lock at `path` against the checked `cells`: KB077 (its lines),
+    KB078 (a cell without an id: run `kb lock`), KB079 (an id URL the site published, in
+    `published_urls` (kb/urls.lock), whose id is no longer in the lock)."""
+    locked, found = read(path)
+    have = {entry.cell for entry in locked}
+    for cell in sorted(cells, key=lambda c: (c.entry.published, c.id)):
+        if cell.id not in have:
+            found.append(Problem(cell.path, 1, "(file name)", f"this cell has no citable id in {path}; run `kb lock`, "
+                                 "which gives it the next number", "KB078", cell.id))
+    ids = {entry.id for entry in locked}
+    for published in published_urls:
+        m = re.fullmatch(rf"{URL_PREFIX}({ID.pattern})/", published)
+        if m and m.group(1) not in ids:
+            found.append(Problem(path, 1, m.group(1), "this id was published (kb/urls.lock lists its URL) and is gone "
+                                 "from the lock; restore its line: an id is never removed or reused", "KB079",
+                                 m.group(1)))
+    return found
+
+
+def write(path: Path, cells) -> list[str]:
+    """Append the ids of the cells the lock at `path` lacks; returns the ids added. Refuses (ValueError,
+    with every problem) a lock whose lines break KB077."""
+    locked, found = read(path)
+    if found:
+        raise ValueError("\n".join(p.format() for p in found))
+    ids = assign(locked, cells)
+    known = {entry.cell for entry in locked}
+    added = sorted(((citable, cell) for cell, citable in ids.items() if cell not in known),
+                   key=lambda pair: int(ID.fullmatch(pair[0]).group(2)))
+    if not path.is_file():
+        path.write_text(HEADER, encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    if added:
+        path.write_text(text + ("" if text.endswith("\n") else "\n")
+                        + "".join(f"{citable} {cell}\n" for citable, cell in added), encoding="utf-8")
+    return [citable for citable, _ in added]
+
+
+OWN_LOCK = Path(__file__).resolve().parents[1] / "ids.lock"
+
+
+def lock_for(entries: Path) -> Path | None:
+    """The id lock of an entries folder: the repository's kb/ids.lock for its own kb/entries/, none
+    for another folder (its cells get the numbers `assign` gives them)."""
+    return OWN_LOCK if entries.resolve() == OWN_LOCK.with_name("entries") else None
+
+
+def for_entries(entries: Path, cells=None) -> dict[str, str]:
+    """cell id -> citable id for the cells of `entries`: the lock's, and for `cells` (checked cells, when
+    given) the next numbers of those the lock lacks."""
+    locked, _ = read(lock_for(entries))
+    if cells is None:
+        return {entry.cell: entry.id for entry in locked}
+    return assign(locked, cells)

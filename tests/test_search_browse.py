@@ -1,0 +1,92 @@
+"""Search and browse as a reader uses them (issue 24 item 5), in Chromium: every result behind
+"Show all", a ?q= link that runs the search, a GPU model number found as written, one page
+listing every failure, statuses in lifecycle order and components by their display names."""
+
+from __future__ import annotations
+
+from kb.records import facets, ids
+
+from browser import search, serve
+from conftest import ROOT, checked_site
+
+
+def _done(page, query):
+    page.wait_for_function("q => document.getElementById('kb-search').getAttribute('data-done-query') === q",
+                           arg=query)
+
+
+def test_show_all_lists_every_result_and_the_link_runs_the_search(live_site, page):
+    site = checked_site(ROOT / "kb" / "entries")
+    with serve(live_site) as base:
+        page.goto(base + "about/")
+        first = search(page, "CUDA error")
+        assert len(first) == 10
+        status = page.locator(".kb-search__status")
+        total = int(status.inner_text().split()[0])
+        assert total > 10
+        page.locator(".kb-search__all").click()
+        page.wait_for_function("() => document.querySelectorAll('.kb-search__link').length > 10")
+        _done(page, "CUDA error")
+        total = int(status.inner_text().split()[0])  # counted again, every result at hand
+        assert total > 10 and len(page.locator(".kb-search__link").all()) == total
+        assert not page.locator(".kb-search__all").count()
+        shared = page.locator(".kb-search__share").get_attribute("href")
+        assert shared == base + "?q=CUDA+error"
+        # The link, opened elsewhere, runs the same search with every result shown.
+        page.goto(shared)
+        _done(page, "CUDA error")
+        assert page.locator("#kb-search-input").input_value() == "CUDA error"
+        assert len(page.locator(".kb-search__link").all()) == total
+        hrefs = {a.get_attribute("href") for a in page.locator(".kb-search__link").all()}
+        assert all(h.startswith("/e/") for h in hrefs) and len(hrefs) == total
+        assert len(site.cells) >= total
+
+
+def test_a_gpu_model_number_finds_the_pages_that_name_it(live_site, page):
+    site = checked_site(ROOT / "kb" / "entries")
+    from kb.records.catalog import string_url
+
+    named = [c for c in site.cells if "5090" in c.entry.model_dump_json()]
+    assert 0 < len(named) < len(site.cells)
+    # A cell's page, or the page of another string it prints (a pointer or a disambiguation page).
+    naming = {"/" + string_url(text) for text, owners in site.owners.items() if {o.id for o in owners} & {c.id for c in named}}
+    with serve(live_site) as base:
+        page.goto(base + "?q=5090")
+        _done(page, "5090")
+        found = {a.get_attribute("href") for a in page.locator(".kb-search__link").all()}
+        assert found and found <= naming, sorted(found - naming)
+        assert len(found) >= len(named) // 2, (len(found), len(named))
+
+
+def test_every_failure_page_links_every_cell_in_id_order(live_site, page):
+    site = checked_site(ROOT / "kb" / "entries")
+    citable = ids.for_entries(ROOT / "kb" / "entries")
+    with serve(live_site) as base:
+        page.goto(base + "by/")
+        page.get_by_role("link", name="Every failure").click()
+        page.wait_for_url(base + "all/")
+        rows = page.locator("table.kb-all tbody tr")
+        assert rows.count() == len(site.cells)
+        shown = [r.locator("td").first.inner_text() for r in rows.all()]
+        assert shown == sorted(citable.values(), key=lambda i: int(i.rsplit("-", 1)[1]))
+        links = {a.get_attribute("href") for a in page.locator("table.kb-all tbody a").all()}
+        assert {page.evaluate("h => new URL(h, location.href).pathname", h) for h in links} == \
+            {"/" + site.url(c) for c in site.cells}
+        page.locator("table.kb-all tbody a").first.click()
+        page.wait_for_selector("#kb-id")
+
+
+def test_statuses_in_lifecycle_order_and_components_by_display_name(live_site, page):
+    site = checked_site(ROOT / "kb" / "entries")
+    with serve(live_site) as base:
+        page.goto(base + "by/status/")
+        names = [a.inner_text() for a in page.locator("article a[href$='/']").all()
+                 if a.inner_text() in facets.STATUS_NAMES.values()]
+        present = {c.entry.status.state for c in site.cells}
+        assert names == [facets.STATUS_NAMES[s] for s in facets.LIFECYCLE if s in present]
+        page.goto(base + "by/component/")
+        shown = [a.inner_text() for a in page.locator("article a").all()]
+        wanted = sorted({facets.package_name(c.package) for cell in site.cells for c in cell.entry.components},
+                        key=str.casefold)
+        assert [n for n in shown if n in wanted] == wanted
+        assert "CUDA Toolkit" in shown and "cuda-toolkit" not in shown
