@@ -48,7 +48,7 @@ def test_kb_match_vectors(vector, cli_results):
     assert not set(vector["excludes"]) & set(found)
     assert set(vector["includes"]) <= set(found)
     for hit in cli_results[vector["name"]]:
-        assert set(hit) == {"entry", "score", "lines", "signature", "url", "verdict", "why", "generic_only"}
+        assert set(hit) == {"entry", "citable_id", "score", "lines", "signature", "url", "verdict", "why", "generic_only"}
         assert all(1 <= n <= len(vector["log"]) for n in hit["lines"])
 
 
