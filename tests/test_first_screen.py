@@ -21,7 +21,7 @@ FIRST_SCREEN = {
     "status": ".kb-lede .kb-status",
     "cause": ".kb-card__cause",
     "affects": ".kb-card__affects",
-    "fix or workaround": ".kb-card__fix",
+    "do now": ".kb-card__fix",
     "edit link": "a.kb-edit",
     "report link": "a.kb-report",
 }
@@ -70,11 +70,58 @@ def test_first_screen_says_what_the_record_says(site, cells, page):
             else:
                 assert "no affected version range is known" in affects, cell.id
             fix = page.locator(".kb-card__fix").inner_text()
-            remedies = e.fixes + e.workarounds
-            if remedies:
-                assert remedies[0].what in fix and remedies[0].as_of in fix, cell.id
+            assert page.locator(".kb-card__fix").evaluate("d => d.previousElementSibling.textContent") == "Do now"
+            expected = _do_now_from_yaml(cell.path)
+            if expected:
+                words, remedy = expected
+                assert fix.startswith(f"{words}: {remedy['what']}"), (cell.id, fix, words)
+                assert remedy["as_of"] in fix, cell.id
             else:
                 assert e.status.as_of in fix, cell.id
+
+
+def _do_now_from_yaml(path):
+    """What the Do-now row must show, read straight from the YAML: the first of a released fix (an
+    upgrade naming its releases, a merged fix whose component names its first release, or a setting),
+    a workaround (a flag, variable, setting or pin before a source patch), a merged fix, an open pull
+    request, anything else; record order within each."""
+    import yaml
+
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    link_state = {(link["url"], link["kind"]): link["state"] for link in raw["upstream"]}
+    released_packages = {c["package"] for c in raw["components"] if c.get("fixed_in")}
+    fixed_status = raw["status"]["state"] in ("fixed-main", "fixed-release")
+    tiers = {"released": [], "workaround": [], "patched": [], "main": [], "open": [], "other": []}
+    for fix in raw.get("fixes", []):
+        merged = "merged" in (link_state.get((fix["source"], "pr")), link_state.get((fix["source"], "commit")))
+        if (fix["kind"] == "version-upgrade" and fix.get("applies")) or fix["kind"] in ("flag", "env-var", "config"):
+            tiers["released"].append(("Released fix" if fix["kind"] == "version-upgrade" else "Fix", fix))
+        elif link_state.get((fix["source"], "pr")) == "open":
+            tiers["open"].append(("Proposed fix (open pull request)", fix))
+        elif (merged or fixed_status) and fix.get("package") in released_packages:
+            tiers["released"].append(("Released fix", fix))
+        elif merged or fixed_status:
+            tiers["main"].append(("Fix on main, not released", fix))
+        else:
+            tiers["other"].append(("Proposed fix, not merged", fix))
+    for workaround in raw.get("workarounds", []):
+        tiers["patched" if workaround["kind"] == "patch" else "workaround"].append(("Workaround", workaround))
+    ordered = [choice for tier in tiers.values() for choice in tier]
+    return ordered[0] if ordered else None
+
+
+def test_the_mla_card_leads_with_the_workaround_that_works_today(site, cells, page):
+    """The MLA cell's only fix is an open pull request; its first screen names the flag that works
+    on released vLLM, and says the pull request is not merged when it names it at all."""
+    cell = cells.by_id["mla-decode-fp8-kv-triton-shared-memory"]
+    (flag,) = [w for w in cell.entry.workarounds if w.kind == "flag"]
+    assert cell.entry.fixes and all(f.kind == "patch" for f in cell.entry.fixes)
+    with serve(site) as base:
+        page.goto(base + cells.url(cell))
+        row = page.locator(".kb-card__fix")
+        assert row.locator("code").first.inner_text() == flag.what
+        assert row.inner_text().startswith(f"Workaround: {flag.what}")
+        assert cell.entry.fixes[0].what not in row.inner_text()
 
 
 def test_edit_and_report_links_point_at_the_record(site, cells, page):

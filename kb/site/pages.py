@@ -19,7 +19,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb.cache import Cache, code_fingerprint, fingerprint
-from kb.records import facets, prose
+from kb.records import facets, prose, remedies
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.schema import Cell
 from kb.site import charts, freshness, matrix
@@ -44,7 +44,8 @@ def first_sentence(text: str) -> str:
 # What a cached page (cell, pointer, disambiguation, listing, matrix, freshness) depends on
 # besides its cells: this code, the templates, and the packages that turn records into HTML.
 RENDER_MODULES = [
-    "kb.site.pages", "kb.records.prose", "kb.site.charts", "kb.records.facets", "kb.records.catalog",
+    "kb.site.pages", "kb.records.prose", "kb.records.remedies", "kb.site.charts", "kb.records.facets",
+    "kb.records.catalog",
     "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness"
 ]
 RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
@@ -75,6 +76,7 @@ class Renderer:
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
             package_name=facets.package_name, repository=facets.repository, repo_url=repo_url,
+            do_now=remedies.do_now,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
 
