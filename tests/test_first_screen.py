@@ -50,7 +50,30 @@ def test_every_cell_answers_on_the_first_screen(site, cells, browser, width, hei
                 if box is None or box["y"] < 0 or box["y"] + box["height"] > height or box["width"] == 0:
                     outside.append(f"{cell.id}: {name} at {box}")
     context.close()
-    assert outside == [], f"not on the first screen at {width}x{height}"
+    assert outside == [], f"not on the first screen at {width}x{height}: " + "; ".join(outside)
+
+
+def test_a_long_error_string_is_cut_on_a_phone_and_a_tap_shows_it_whole(site, cells, browser):
+    """On a phone, the longest literal heading is cut to a few lines (so the answer stays on the
+    first screen); a tap on it shows every line, and Copy still copies the whole string."""
+    cell = max(cells.cells, key=lambda c: len(c.entry.signatures[0].text))
+    text = cell.entry.signatures[0].text
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    cut = "(h) => [h.clientHeight, h.scrollHeight]"
+    with serve(site) as base:
+        page.goto(base + cells.url(cell))
+        h1 = page.locator(".kb-head h1")
+        shown, whole = h1.evaluate(cut)
+        assert shown < whole, f"{cell.id}: the {len(text)}-character heading is not cut on a phone"
+        assert h1.text_content() == text
+        h1.click()
+        shown, whole = h1.evaluate(cut)
+        assert shown == whole
+        page.locator(".kb-head .kb-copy").click()
+        assert page.evaluate("navigator.clipboard.readText()") == text
+    context.close()
 
 
 def test_first_screen_says_what_the_record_says(site, cells, page):

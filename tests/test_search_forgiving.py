@@ -99,7 +99,12 @@ def test_typos_land_where_the_right_spelling_lands(live_site, page, site):
         spelled = search(page, "no kernel image is available")[:1]
         assert spelled == ["/" + string_url(shared)]
         assert search(page, "no kernal image is availble")[:1] == spelled
-        assert search(page, "OutOfResorces shared memroy")[:1] == [url(site, "mla-decode-fp8-kv-triton-shared-memory")]
+        # two cells print Triton's shared-memory OutOfResources; the Required size tells them apart
+        for cell_id, size in (("mla-decode-fp8-kv-triton-shared-memory", "102400"),
+                              ("sglang-fused-moe-default-config-smem-147456-sm12x", "147456")):
+            spelled = search(page, f"OutOfResources shared memory Required: {size}")[:1]
+            assert spelled == [url(site, cell_id)]
+            assert search(page, f"OutOfResorces shared memroy Requird: {size}")[:1] == spelled
 
 
 def test_major_versions_picks_the_cell_whose_literal_has_that_number(live_site, page, site):

@@ -51,6 +51,11 @@ RENDER_MODULES = [
 RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
 
 
+def _flagged_generic(text: str, owners) -> bool:
+    """Whether some cell that prints `text` flags it as a string many unrelated faults print."""
+    return any(s.generic for c in owners for s in c.entry.signatures if s.text == text)
+
+
 def _templates_fingerprint() -> str:
     return fingerprint(*[part for path in sorted(TEMPLATES.glob("*.html")) for part in (path.name, path.read_bytes())])
 
@@ -144,7 +149,8 @@ class Renderer:
         if len(owners) > 1:
             summary = f"{len(owners)} different failures print this string: " + "; ".join(
                 c.entry.title for c in owners) + "."
-            return Page(here, text, summary, self._render("disambiguation.html", here, text=text, cells=owners),
+            return Page(here, text, summary, self._render("disambiguation.html", here, text=text, cells=owners,
+                                                         generic=_flagged_generic(text, owners)),
                         "disambiguation", max(c.entry.updated for c in owners))
         (owner,) = owners
         e = owner.entry

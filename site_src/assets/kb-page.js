@@ -1,4 +1,5 @@
-// Copy buttons: the error string at the top of a cell page, and every code block.
+// Copy buttons: the error string at the top of a cell page, and every code block; a tap on a long
+// error string that narrow screens cut to four lines shows it whole.
 (function () {
   "use strict";
   function copy(text, button) {
@@ -31,6 +32,9 @@
     button.setAttribute("data-copy-from", code.id);
     button.setAttribute("aria-label", "Copy this code");
     code.parentNode.insertBefore(button, code);
+  });
+  document.querySelectorAll(".kb-head h1.kb-literal").forEach(function (h1) {
+    h1.addEventListener("click", function () { h1.classList.toggle("kb-open"); });
   });
   document.addEventListener("click", function (event) {
     var button = event.target.closest && event.target.closest("button[data-copy-from]");
