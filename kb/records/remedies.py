@@ -5,11 +5,12 @@ puts what works on released versions before what waits on upstream, so an open p
 hides a workaround that works today:
 
 1. a released fix: a `version-upgrade` fix whose `applies` names the releases that carry it, a merged
-   fix of a component whose `fixed_in` names its first release, or a fix that is a setting (`flag`, `env-var`, `config`), which needs no new code;
+   fix of a component whose `fixed_in` names its first release (or of a cell whose status is
+   `fixed-release` and whose components name no `fixed_in`), or a fix that is a setting (`flag`, `env-var`, `config`), which needs no new code;
 2. a workaround, one that is a flag, environment variable, setting or pin before one that patches
    the source;
-3. a fix merged upstream but in no release the record names ("Fix on main, not released");
-4. a fix not merged ("Proposed fix (open pull request)").
+3. a fix merged upstream but in no release the record names ("Fix on main, not in a release yet");
+4. a fix in an open pull request ("Fix in a pull request, not merged"), then any other unmerged fix.
 
 How far a fix got is read from the record: its source's state among the cell's `upstream` links
 (a merged pull request or commit, an open pull request), else the cell's status.
@@ -26,9 +27,9 @@ READY = {  # how ready a remedy is -> the words the card puts before it
     "released": "Released fix",
     "setting": "Fix",
     "workaround": "Workaround",
-    "main": "Fix on main, not released",
-    "proposed": "Proposed fix (open pull request)",
-    "unmerged": "Proposed fix, not merged",
+    "main": "Fix on main, not in a release yet",
+    "proposed": "Fix in a pull request, not merged",
+    "unmerged": "Proposed fix, not merged upstream",
 }
 _ORDER = ("released", "setting", "workaround", "patched-workaround", "main", "proposed", "unmerged")
 
@@ -58,7 +59,11 @@ def fix_readiness(entry: Entry, fix: Remedy) -> str:
     merged = ("pr", "merged") in states or ("commit", "merged") in states
     if not (merged or entry.status.state in ("fixed-main", "fixed-release")):
         return "unmerged"
-    return "released" if _first_release(entry, fix) else "main"
+    # A fixed-release status vouches for a merged fix only where no component says which release
+    # holds which fix; where one does, a fix of another package is not known to be released.
+    vouched = entry.status.state == "fixed-release" and not any(c.fixed_in for c in entry.components)
+    released = _first_release(entry, fix) or vouched
+    return "released" if released else "main"
 
 
 def _first_release(entry: Entry, fix: Remedy) -> str | None:
@@ -81,9 +86,10 @@ def ranked(entry: Entry) -> list[DoNow]:
 
 
 def _versions(entry: Entry, remedy: Remedy, rank: str) -> str | None:
-    if remedy.applies or rank != "released":
+    first = _first_release(entry, remedy)
+    if remedy.applies or rank != "released" or not first:
         return remedy.applies
-    return ">=" + _first_release(entry, remedy)
+    return ">=" + first
 
 
 def do_now(entry: Entry) -> DoNow | None:

@@ -27,8 +27,6 @@ from kb.site.page import Page
 from kb.site.rulespage import rules_page
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "pages"
-POINTER_REMEDIES = 3  # a pointer page repeats at most this many fix or workaround lines,
-POINTER_REMEDY_CHARS = 160  # each at most this long; the cell page has them all
 PARALLEL_FROM = 400  # cell and literal pages to render at least, for the work to be shared between processes
 
 # The end of a sentence: ., ! or ? then a space and a capital, not after "e.g", "i.e", "vs" or "etc".
@@ -154,13 +152,11 @@ class Renderer:
                         "disambiguation", max(c.entry.updated for c in owners))
         (owner,) = owners
         e = owner.entry
-        remedies = [("Fix", r) for r in e.fixes] + [("Workaround", r) for r in e.workarounds]
-        short = [(what, r) for what, r in remedies if len(r.what) <= POINTER_REMEDY_CHARS][:POINTER_REMEDIES]
         kind = next(s.kind for s in e.signatures if s.text == text)
         description = f"One way {e.title} shows up. {first_sentence(e.summary)}"
         return Page(here, text, description,
-                    self._render("pointer.html", here, text=text, kind=kind, cell=owner, remedies=short,
-                                 more=len(remedies) - len(short)), "pointer", e.updated)
+                    self._render("pointer.html", here, text=text, kind=kind, cell=owner,
+                                 more=len(e.fixes) + len(e.workarounds) > 1), "pointer", e.updated)
 
     def indexes(self) -> list[Page]:
         pages = [Page("by/", "Browse the index", "Every way to browse the cells: by GPU, architecture, "
