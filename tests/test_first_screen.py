@@ -21,7 +21,7 @@ FIRST_SCREEN = {
     "status": ".kb-lede .kb-status",
     "cause": ".kb-card__cause",
     "affects": ".kb-card__affects",
-    "fix or workaround": ".kb-card__fix",
+    "do now": ".kb-card__fix",
     "edit link": "a.kb-edit",
     "report link": "a.kb-report",
 }
@@ -37,19 +37,25 @@ def cells():
     return checked_site(ROOT / "kb" / "entries")
 
 
-@pytest.mark.parametrize("width, height", VIEWPORTS)
-def test_every_cell_answers_on_the_first_screen(site, cells, browser, width, height):
+def _every_cell_page(site, cells, browser, width, height):
+    """Each cell and its page, opened in Chromium at width x height."""
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
-    outside = []
     with serve(site) as base:
         for cell in cells.cells:
             page.goto(base + cells.url(cell))
-            for name, selector in FIRST_SCREEN.items():
-                box = page.locator(selector).first.bounding_box()
-                if box is None or box["y"] < 0 or box["y"] + box["height"] > height or box["width"] == 0:
-                    outside.append(f"{cell.id}: {name} at {box}")
+            yield cell, page
     context.close()
+
+
+@pytest.mark.parametrize("width, height", VIEWPORTS)
+def test_every_cell_answers_on_the_first_screen(site, cells, browser, width, height):
+    outside = []
+    for cell, page in _every_cell_page(site, cells, browser, width, height):
+        for name, selector in FIRST_SCREEN.items():
+            box = page.locator(selector).first.bounding_box()
+            if box is None or box["y"] < 0 or box["y"] + box["height"] > height or box["width"] == 0:
+                outside.append(f"{cell.id}: {name} at {box}")
     assert outside == [], f"not on the first screen at {width}x{height}: " + "; ".join(outside)
 
 
@@ -92,12 +98,95 @@ def test_first_screen_says_what_the_record_says(site, cells, page):
                 assert all((c.affected or c.fixed_in) in affects for c in ranged), cell.id
             else:
                 assert "no affected version range is known" in affects, cell.id
-            fix = page.locator(".kb-card__fix").inner_text()
-            remedies = e.fixes + e.workarounds
-            if remedies:
-                assert remedies[0].what in fix and remedies[0].as_of in fix, cell.id
-            else:
-                assert e.status.as_of in fix, cell.id
+            assert page.locator(".kb-card__fix").evaluate("d => d.previousElementSibling.textContent") == "Do now"
+
+
+# The Do-now row's readiness label and the first character of its remedy, as the reader sees them:
+# inside the viewport, and not cut off by the row (a phone cuts a long row to a few lines).
+_SEEN = """d => {
+  const row = d.getBoundingClientRect();
+  const inside = (r) => r.width > 0 && r.top >= Math.max(row.top, 0) - 1 && r.bottom <= Math.min(row.bottom, innerHeight) + 1
+                        && r.left >= -1 && r.right <= innerWidth + 1;
+  const label = d.querySelector('.kb-card__ready');
+  const what = d.querySelector('.kb-card__what');
+  if (!label || !what) return [null, null];
+  const walker = document.createTreeWalker(what, NodeFilter.SHOW_TEXT);
+  const text = walker.nextNode();
+  const range = document.createRange();
+  range.setStart(text, 0); range.setEnd(text, 1);
+  return [inside(label.getBoundingClientRect()), inside(range.getClientRects()[0])];
+}"""
+
+
+@pytest.mark.parametrize("width, height", VIEWPORTS + [(320, 640)])
+def test_do_now_leads_with_what_works_today(site, cells, browser, width, height):
+    """Every cell's Do-now row shows, labelled, the first remedy in the order read straight from the
+    YAML (a released fix, then a workaround on released versions, then a fix on main, then a pull
+    request), with its date; on a laptop, a phone and a 320 px screen the label and the start of the
+    remedy are shown, neither cut off by the row nor outside the screen's width. A cell with
+    neither says how far its fix got, with the status date."""
+    wrong = []
+    for cell, page in _every_cell_page(site, cells, browser, width, height):
+        row = page.locator(".kb-card__fix")
+        fix = row.inner_text()
+        expected = _do_now_from_yaml(cell.path)
+        if expected is None:
+            if row.locator(".kb-card__ready").count() or cell.entry.status.as_of not in fix:
+                wrong.append(f"{cell.id}: {fix!r} (no remedy in the record)")
+            continue
+        words, remedy = expected
+        if not fix.startswith(f"{words}: {remedy['what']}") or str(remedy["as_of"]) not in fix:
+            wrong.append(f"{cell.id}: {fix!r}, expected {words}: {remedy['what']!r}")
+        row.scroll_into_view_if_needed()  # the fold is test_every_cell_answers_on_the_first_screen's
+        if row.evaluate(_SEEN) != [True, True]:
+            wrong.append(f"{cell.id}: label or remedy not on screen at {width}x{height}")
+    assert wrong == [], "\n".join(wrong)
+
+
+def _do_now_from_yaml(path):
+    """What the Do-now row must lead with, read straight from the YAML: the first of a released fix
+    (an upgrade naming its releases; a setting; a merged fix whose component names its first release,
+    or of a fixed-release cell whose components name none), a workaround (a flag, variable, setting or
+    pin before a source patch), a fix on main, an open pull request, anything else; record order
+    within each."""
+    import yaml
+
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    link_state = {(link["url"], link["kind"]): link["state"] for link in raw["upstream"]}
+    released_packages = {c["package"] for c in raw["components"] if c.get("fixed_in")}
+    status = raw["status"]["state"]
+    vouched = status == "fixed-release" and not released_packages
+    tiers = {"released": [], "workaround": [], "patched": [], "main": [], "open": [], "other": []}
+    for fix in raw.get("fixes", []):
+        merged = "merged" in (link_state.get((fix["source"], "pr")), link_state.get((fix["source"], "commit")))
+        if (fix["kind"] == "version-upgrade" and fix.get("applies")) or fix["kind"] in ("flag", "env-var", "config"):
+            tiers["released"].append(("Released fix" if fix["kind"] == "version-upgrade" else "Fix", fix))
+        elif link_state.get((fix["source"], "pr")) == "open":
+            tiers["open"].append(("Fix in a pull request, not merged", fix))
+        elif (merged or status in ("fixed-main", "fixed-release")) and (fix.get("package") in released_packages or vouched):
+            tiers["released"].append(("Released fix", fix))
+        elif merged or status in ("fixed-main", "fixed-release"):
+            tiers["main"].append(("Fix on main, not in a release yet", fix))
+        else:
+            tiers["other"].append(("Proposed fix, not merged upstream", fix))
+    for workaround in raw.get("workarounds", []):
+        tiers["patched" if workaround["kind"] == "patch" else "workaround"].append(("Workaround", workaround))
+    ordered = [choice for tier in tiers.values() for choice in tier]
+    return ordered[0] if ordered else None
+
+
+def test_the_mla_card_leads_with_the_workaround_that_works_today(site, cells, page):
+    """The MLA cell's only fix is an open pull request; its first screen names the flag that works
+    on released vLLM and leaves the pull request to the sections below."""
+    cell = cells.by_id["mla-decode-fp8-kv-triton-shared-memory"]
+    (flag,) = [w for w in cell.entry.workarounds if w.kind == "flag"]
+    assert cell.entry.fixes and all(f.kind == "patch" for f in cell.entry.fixes)
+    with serve(site) as base:
+        page.goto(base + cells.url(cell))
+        row = page.locator(".kb-card__fix")
+        assert row.locator("code").first.inner_text() == flag.what
+        assert row.inner_text().startswith(f"Workaround: {flag.what}")
+        assert cell.entry.fixes[0].what not in row.inner_text()
 
 
 def test_edit_and_report_links_point_at_the_record(site, cells, page):
@@ -193,3 +282,44 @@ def test_a_generic_string_says_it_does_not_identify_the_cell(site, cells, page):
         specific = next(c for c in cells.cells if not c.entry.signatures[0].generic)
         page.goto(base + cells.url(specific))
         assert page.locator(".kb-generic").count() == 0
+
+
+def _pointers(cells):
+    """(cell, literal) for every pointer page: a literal of one cell that is not its first."""
+    return [(cell, s.text) for cell in cells.cells for s in cell.entry.signatures[1:]
+            if len(cells.owners[s.text]) == 1]
+
+
+@pytest.mark.parametrize("width, height", VIEWPORTS)
+def test_a_pointer_page_shows_the_cells_card_and_links_to_it(site, cells, browser, width, height):
+    """A search engine landing on a cell's other literal (the short TopK string) gets the cell's own
+    answer card: the same cause, affects and Do-now row with sources and dates, the Edit and
+    Report links, the Do-now row on the first screen, and a link to the cell page."""
+    from kb.records.catalog import string_url
+
+    pointers = _pointers(cells)
+    assert len(pointers) > 20 and any("TopKRaggedTransform" in text for _, text in pointers)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    wrong = []
+    with serve(site) as base:
+        for cell, text in pointers:
+            page.goto(base + cells.url(cell))
+            card = page.locator(".kb-card").inner_text().replace("more below", "more on its page")
+            links = page.locator(".kb-card__links").inner_html()
+            page.goto(base + string_url(text))
+            if page.locator("h1").text_content() != text:
+                wrong.append(f"{cell.id}: {text!r} is not the heading")
+            if page.locator(".kb-card").inner_text() != card or page.locator(".kb-card__links").inner_html() != links:
+                wrong.append(f"{cell.id}: the card on {text!r} differs from the cell page's")
+            for more in page.locator(".kb-card__fix a[href$='#fix']").all():
+                if urljoin(page.url, more.get_attribute("href")) != urljoin(base + cells.url(cell), "#fix"):
+                    wrong.append(f"{cell.id}: 'more' on {text!r} goes to {more.get_attribute('href')}")
+            box = page.locator(".kb-card__fix").bounding_box()
+            if box is None or box["y"] + box["height"] > height:
+                wrong.append(f"{cell.id}: Do now below the first screen of {text!r} at {width}x{height}")
+            href = page.locator("a.kb-pointer__cell").get_attribute("href")
+            if urlsplit(urljoin(page.url, href)).path != urlsplit(base + cells.url(cell)).path:
+                wrong.append(f"{cell.id}: {text!r} links to {href}")
+    context.close()
+    assert wrong == [], "\n".join(wrong)

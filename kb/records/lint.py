@@ -201,6 +201,8 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
     problems.extend(_status_against_links(cells))
     problems.extend(_fix_versions(cells))
     problems.extend(_evidence_in_record(cells))
+    for cell in cells:
+        problems.extend(_harmless_headline(cell))
     return problems
 
 
@@ -291,6 +293,36 @@ def _same_words(cells: list[Cell]) -> list[Problem]:
                     f"{MAX_SAME_WORDS} may): keep the forms people paste and write the rest as one `match:` pattern",
                     "KB062", cell.entry.signatures[i].text))
     return problems
+
+
+# KB063: a first signature of kind log-line that reads as INFO- or WARNING-level, a line a healthy
+# run prints too. It names a level (INFO, DEBUG, WARNING; a glog I/W prefix) or reports progress
+# (registered, loaded, using, ...), and says nothing went wrong: no word of failure.
+_LEVEL = re.compile(r"\b(?:INFO|DEBUG|TRACE|NOTICE|WARN|WARNING)\b|^[IWD]\d{4} |\b(?:Info|Warning|Debug):")
+_PROGRESS = re.compile(r"\b(?:register(?:ed|ing)|load(?:ed|ing)|using|start(?:ed|ing)|initiali[sz](?:ed|ing)|"
+                       r"compil(?:ed|ing)|detected|selected|enabled|skipp(?:ed|ing)|created|ready|done|"
+                       r"finished|completed|launching)\b", re.I)
+_FAILURE = re.compile(r"error|fail|fatal|abort|assert|exception|illegal|invalid|unsupported|not supported|"
+                      r"not compatible|not found|not defined|not compiled|not available|no kernel|exceed|"
+                      r"out of|cannot|can't|unable|mismatch|denied|timed out|timeout|panic|crash|"
+                      r"segmentation|traceback|overflow|violation|refus|reject|unknown|missing|hang", re.I)
+
+
+def reads_as_info(text: str) -> bool:
+    """A log line that reads as INFO- or WARNING-level: a level or progress, and no word of failure."""
+    return bool(_LEVEL.search(text) or _PROGRESS.search(text)) and not _FAILURE.search(text)
+
+
+def _harmless_headline(cell: Cell) -> list[Problem]:
+    """KB063: the first signature, the page's heading, is the failure, not a line healthy runs print."""
+    first = cell.entry.signatures[0]
+    if first.kind != "log-line" or not reads_as_info(first.text):
+        return []
+    loc = ("signatures", 0, "text")
+    return [Problem(cell.path, cell.line_of(loc), dotted(loc),
+                    "the first signature is the page's heading, and this log line reads as INFO or WARNING "
+                    "level (healthy runs print it too): put the failure first (the exception, the error line, "
+                    "or a symptom that says what goes wrong) and keep this line after it", "KB063", first.text)]
 
 
 TODO = re.compile(r"\bTODO\b")

@@ -19,7 +19,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb.cache import Cache, code_fingerprint, fingerprint
-from kb.records import facets, prose
+from kb.records import facets, prose, remedies
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.schema import Cell
 from kb.site import charts, freshness, matrix
@@ -27,8 +27,6 @@ from kb.site.page import Page
 from kb.site.rulespage import rules_page
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "pages"
-POINTER_REMEDIES = 3  # a pointer page repeats at most this many fix or workaround lines,
-POINTER_REMEDY_CHARS = 160  # each at most this long; the cell page has them all
 PARALLEL_FROM = 400  # cell and literal pages to render at least, for the work to be shared between processes
 
 # The end of a sentence: ., ! or ? then a space and a capital, not after "e.g", "i.e", "vs" or "etc".
@@ -44,7 +42,8 @@ def first_sentence(text: str) -> str:
 # What a cached page (cell, pointer, disambiguation, listing, matrix, freshness) depends on
 # besides its cells: this code, the templates, and the packages that turn records into HTML.
 RENDER_MODULES = [
-    "kb.site.pages", "kb.records.prose", "kb.site.charts", "kb.records.facets", "kb.records.catalog",
+    "kb.site.pages", "kb.records.prose", "kb.records.remedies", "kb.site.charts", "kb.records.facets",
+    "kb.records.catalog",
     "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness"
 ]
 RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
@@ -83,6 +82,7 @@ class Renderer:
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
             package_name=facets.package_name, repository=facets.repository, repo_url=repo_url,
+            do_now=remedies.do_now,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
 
@@ -155,13 +155,11 @@ class Renderer:
                         "disambiguation", max(c.entry.updated for c in owners))
         (owner,) = owners
         e = owner.entry
-        remedies = [("Fix", r) for r in e.fixes] + [("Workaround", r) for r in e.workarounds]
-        short = [(what, r) for what, r in remedies if len(r.what) <= POINTER_REMEDY_CHARS][:POINTER_REMEDIES]
         kind = next(s.kind for s in e.signatures if s.text == text)
         description = f"One way {e.title} shows up. {first_sentence(e.summary)}"
         return Page(here, text, description,
-                    self._render("pointer.html", here, text=text, kind=kind, cell=owner, remedies=short,
-                                 more=len(remedies) - len(short)), "pointer", e.updated)
+                    self._render("pointer.html", here, text=text, kind=kind, cell=owner,
+                                 more=len(e.fixes) + len(e.workarounds) > 1), "pointer", e.updated)
 
     def indexes(self) -> list[Page]:
         pages = [Page("by/", "Browse the index", "Every way to browse the cells: by GPU, architecture, "
