@@ -427,7 +427,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:
+        # The reader stopped early (`kb match log | head`): no traceback. Point stdout at devnull so
+        # the interpreter's final flush does not raise again, and exit as a killed-by-SIGPIPE tool would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
 
 
 if __name__ == "__main__":

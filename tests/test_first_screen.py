@@ -147,7 +147,7 @@ def _do_now_from_yaml(path):
     """What the Do-now row must lead with, read straight from the YAML: the first of a released fix
     (an upgrade naming its releases; a setting; a merged fix whose component names its first release,
     or of a fixed-release cell whose components name none), a workaround (a flag, variable, setting or
-    pin before a source patch), a fix on main, an open pull request, anything else; record order
+    pin before a source patch), an upgrade only a thread names, a fix on main, an open pull request, anything else; record order
     within each."""
     import yaml
 
@@ -156,7 +156,7 @@ def _do_now_from_yaml(path):
     released_packages = {c["package"] for c in raw["components"] if c.get("fixed_in")}
     status = raw["status"]["state"]
     vouched = status == "fixed-release" and not released_packages
-    tiers = {"released": [], "workaround": [], "patched": [], "main": [], "open": [], "other": []}
+    tiers = {"released": [], "workaround": [], "patched": [], "reported": [], "main": [], "open": [], "other": []}
     for fix in raw.get("fixes", []):
         merged = "merged" in (link_state.get((fix["source"], "pr")), link_state.get((fix["source"], "commit")))
         if (fix["kind"] == "version-upgrade" and fix.get("applies")) or fix["kind"] in ("flag", "env-var", "config"):
@@ -165,6 +165,8 @@ def _do_now_from_yaml(path):
             tiers["open"].append(("Fix in a pull request, not merged", fix))
         elif (merged or status in ("fixed-main", "fixed-release")) and (fix.get("package") in released_packages or vouched):
             tiers["released"].append(("Released fix", fix))
+        elif (merged or status in ("fixed-main", "fixed-release")) and fix["kind"] == "version-upgrade":
+            tiers["reported"].append(("Upgrade, reported fixed (release not checked)", fix))
         elif merged or status in ("fixed-main", "fixed-release"):
             tiers["main"].append(("Fix on main, not in a release yet", fix))
         else:

@@ -208,11 +208,13 @@ def test_kb_check_reports_every_spoof_with_file_line_field_and_code(capsys):
         (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB040"),
         (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB041"),
         (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB047"),
+        (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB063"),
         (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB040"),
         (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB041"),
         (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB047"),
-        (f"{rel}/ple-offload-hang-tp1.yaml", "14", field, "KB040"),
-        (f"{rel}/ple-offload-hang-tp1.yaml", "14", field, "KB047"),
+        (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB063"),
+        # the original's PleOffload line is its second signature (its first is the hang, KB063)
+        (f"{rel}/ple-offload-hang-tp1.yaml", "16", "signatures[1].text", "KB047"),
     }
     assert found == expected
 
@@ -230,7 +232,7 @@ def test_the_copy_message_names_the_look_alike_and_the_original(capsys):
     lines = [line for line in _lines(SPOOF, capsys) if "spoof-cyrillic.yaml" in line and "[KB041]" in line]
     assert lines == [
         f"{os.path.relpath(SPOOF)}/spoof-cyrillic.yaml:16: signatures[0].text: looks the same as "
-        "ple-offload-hang-tp1 signatures[0] but is written with look-alike characters (U+043E CYRILLIC SMALL "
+        "ple-offload-hang-tp1 signatures[1] but is written with look-alike characters (U+043E CYRILLIC SMALL "
         "LETTER O for 'o' at character 8): type the literal as the program prints it; two texts that look the "
         "same get pages that look the same (got 'PleOffl\u043ead: registered 1 PleOffloadLayer(s)') [KB041]"]
 

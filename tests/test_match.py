@@ -217,3 +217,16 @@ def test_kb_match_from_another_folder_finds_the_installed_entries(tmp_path):
     done = subprocess.run([str(kb), "match", str(log)], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "e/runtimeerror-plan-index-13-is-invalid-" in done.stdout
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    """`kb match log | head`: the pipe closes before kb is done writing; kb stops quietly (exit 141,
+    as a tool killed by SIGPIPE), with nothing on stderr. Here the reader (`true`) leaves at once,
+    long before kb has read the entries, so every write meets a closed pipe."""
+    log = tmp_path / "unknown.log"
+    log.write_text("RuntimeError: something nobody indexed\n", encoding="utf-8")
+    kb = Path(sys.executable).parent / "kb"
+    run = subprocess.run(f"set -o pipefail; '{kb}' match '{log}' | true", shell=True, capture_output=True,
+                         timeout=120, executable="/bin/bash")
+    assert run.stderr == b"", run.stderr.decode()
+    assert run.returncode == 141

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from kb.records import lint
+from kb.records import ids, lint
 from kb.records.catalog import PER_PAGE, facet_url, paged_url
 from kb.site import freshness, matrix
 from kb.site.pages import Renderer, Site
@@ -50,6 +50,8 @@ def kind(page) -> str:
         return f"by/{parts[1]}/ " + ("index" if len(parts) == 2 else "listing")
     if parts[0] == "matrix":
         return "matrix" if len(parts) == 1 else "matrix listing"
+    if parts[0] == "all":
+        return "all listing"  # every failure, paged like a facet's listing
     if parts[0] == "freshness":
         return "fixes waiting" if "waiting" in parts else "freshness"
     return parts[0]
@@ -168,7 +170,7 @@ def test_every_kind_of_page_is_there_at_both_sizes(synthetic):
     kinds = {n: set(_largest(synthetic[n][2])) for n in (SMALL, LARGE)}
     assert kinds[SMALL] == kinds[LARGE]
     wanted = {"cell", "pointer", "disambiguation", "browse", "matrix", "matrix listing", "freshness",
-              "fixes waiting", "rules", "triage"}
+              "fixes waiting", "rules", "triage", "all listing"}
     wanted |= {f"by/{facet}/ {what}" for facet in synthetic[SMALL][1].facet_index for what in ("index", "listing")}
     assert kinds[LARGE] == wanted
 
@@ -209,7 +211,7 @@ def test_no_page_lists_every_cell(synthetic, listed):
     assert {url for url, ids in listed[LARGE].items() if ids >= every} == set()
     # at N = 1,000 the biggest listings are split: sm_120 takes most cells, freshness ~10,000 claims
     pages = synthetic[LARGE][2]
-    assert {"by/architecture/sm-120/2/", "freshness/2/"} <= set(pages)
+    assert {"by/architecture/sm-120/2/", "freshness/2/", "all/2/"} <= set(pages)
 
 
 def _links(page) -> set[str]:
@@ -301,7 +303,10 @@ def test_the_matrix_summarises_crowded_grid_cells(synthetic):
 def test_page_urls_are_the_rendered_pages(synthetic):
     for n in (SMALL, LARGE):
         _, site, pages = synthetic[n]
-        assert page_urls(site) == sorted(pages)
+        # besides the rendered pages, the site publishes one redirect per citable id (kb.records.ids)
+        redirects = {ids.url(citable) for citable in site.citable.values()}
+        assert len(redirects) == len(site.cells)
+        assert [u for u in page_urls(site) if u not in redirects] == sorted(pages)
 
 
 def test_pointer_pages_are_small_and_point_at_their_cell(synthetic):

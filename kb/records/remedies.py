@@ -9,8 +9,10 @@ hides a workaround that works today:
    `fixed-release` and whose components name no `fixed_in`), or a fix that is a setting (`flag`, `env-var`, `config`), which needs no new code;
 2. a workaround, one that is a flag, environment variable, setting or pin before one that patches
    the source;
-3. a fix merged upstream but in no release the record names ("Fix on main, not in a release yet");
-4. a fix in an open pull request ("Fix in a pull request, not merged"), then any other unmerged fix.
+3. an upgrade to a release a thread names but the record does not pin (no `applies`, no `fixed_in`):
+   "Upgrade, reported fixed (release not checked)";
+4. a fix merged upstream but in no release the record names ("Fix on main, not in a release yet");
+5. a fix in an open pull request ("Fix in a pull request, not merged"), then any other unmerged fix.
 
 How far a fix got is read from the record: its source's state among the cell's `upstream` links
 (a merged pull request or commit, an open pull request), else the cell's status.
@@ -27,11 +29,12 @@ READY = {  # how ready a remedy is -> the words the card puts before it
     "released": "Released fix",
     "setting": "Fix",
     "workaround": "Workaround",
+    "reported": "Upgrade, reported fixed (release not checked)",
     "main": "Fix on main, not in a release yet",
     "proposed": "Fix in a pull request, not merged",
     "unmerged": "Proposed fix, not merged upstream",
 }
-_ORDER = ("released", "setting", "workaround", "patched-workaround", "main", "proposed", "unmerged")
+_ORDER = ("released", "setting", "workaround", "patched-workaround", "reported", "main", "proposed", "unmerged")
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class DoNow:
 
 
 def fix_readiness(entry: Entry, fix: Remedy) -> str:
-    """'released', 'setting', 'main', 'proposed' (an open pull request) or 'unmerged'."""
+    """'released', 'setting', 'reported' (an upgrade to a release only a thread names), 'main',
+    'proposed' (an open pull request) or 'unmerged'."""
     if fix.kind == "version-upgrade" and fix.applies:
         return "released"
     if fix.kind in SETTINGS:
@@ -63,7 +67,9 @@ def fix_readiness(entry: Entry, fix: Remedy) -> str:
     # holds which fix; where one does, a fix of another package is not known to be released.
     vouched = entry.status.state == "fixed-release" and not any(c.fixed_in for c in entry.components)
     released = _first_release(entry, fix) or vouched
-    return "released" if released else "main"
+    if released:
+        return "released"
+    return "reported" if fix.kind == "version-upgrade" else "main"
 
 
 def _first_release(entry: Entry, fix: Remedy) -> str | None:

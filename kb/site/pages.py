@@ -165,7 +165,7 @@ class Renderer:
         pages = [Page("by/", "Browse the index", "Every way to browse the cells: by GPU, architecture, "
                       "component, symptom, status and upstream repository.",
                       self._render("browse.html", "by/"), "index"),
-                 self.every_failure()]
+                 *self.every_failure()]
         for facet, title in facets.FACETS.items():
             groups = self.site.facet_index[facet]
             here = facet_url(facet)
@@ -177,11 +177,14 @@ class Renderer:
                     pages.append(self._cached(key, lambda: self._listing(facet, title, name, cells, chunk, paging)))
         return pages
 
-    def every_failure(self) -> Page:
-        """One page listing every cell, in citable-id order (publication order), each linked."""
+    def every_failure(self) -> list[Page]:
+        """Every cell in citable-id order (publication order), each linked: a listing paged like the
+        others (PER_PAGE to a page), so no page grows with the index."""
         cells = sorted(self.site.cells, key=lambda c: int(self.site.citable[c.id].rsplit("-", 1)[1]))
-        return Page(ALL_URL, "Every failure", f"All {len(cells)} failures of the Blackwell serving-failure index, "
-                    "with their ids, statuses and dates.", self._render("all.html", ALL_URL, cells=cells), "index")
+        return [Page(paging.url, paged_title("Every failure", paging),
+                     f"All {len(cells)} failures of the Blackwell serving-failure index, with their ids, statuses "
+                     "and dates.", self._render("all.html", paging.url, cells=chunk, paging=paging), "index")
+                for paging, chunk in paginate(ALL_URL, cells)]
 
     def _listing(self, facet, title, name, cells, chunk, paging) -> Page:
         return Page(paging.url, paged_title(f"{title.removeprefix('By ').capitalize()}: {name}", paging),

@@ -42,7 +42,8 @@ def page_urls(site) -> list[str]:
     from kb.site import freshness, matrix
 
     urls = {string_url(text) for text in site.owners}
-    urls.update({"by/", "all/", "triage/"})
+    urls.update({"by/", "triage/"})
+    urls.update(paged_urls("all/", len(site.cells)))  # every failure, paged (kb.site.pages.ALL_URL)
     for facet, groups in site.facet_index.items():
         urls.add(facet_url(facet))
         for value, (_, cells) in groups.items():
