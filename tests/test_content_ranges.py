@@ -6,23 +6,28 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import ROOT, checked_site
 
 NO_RANGE = re.compile(r"\bno (affected )?range\b", re.IGNORECASE)
 
 
-def test_every_cell_has_a_range_or_says_why_not():
-    cells = checked_site(ROOT / "kb" / "entries").cells
+@pytest.fixture(scope="module")
+def cells():
+    return checked_site(ROOT / "kb" / "entries").cells
+
+
+def test_every_cell_has_a_range_or_says_why_not(cells):
     silent = [c.id for c in cells
               if not any(p.affected or p.fixed_in for p in c.entry.components)
               and not any(p.note and NO_RANGE.search(p.note) for p in c.entry.components)]
     assert silent == [], "cells with neither a range nor a 'No range: <why>' note: " + ", ".join(silent)
 
 
-def test_a_range_on_a_component_says_what_was_checked():
+def test_a_range_on_a_component_says_what_was_checked(cells):
     """A range or fixed version is read from tags or release files: the component's note, or a claim
     of the cell, names the commit or the release that was read."""
-    cells = checked_site(ROOT / "kb" / "entries").cells
     unsaid = []
     for c in cells:
         words = " ".join([p.note or "" for p in c.entry.components] + [k.says for k in c.entry.claims])

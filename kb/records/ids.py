@@ -35,6 +35,11 @@ class Locked:
     line: int
 
 
+def number(citable: str) -> int:
+    """The running number of a well-formed id: 12 for BWKB-2026-0012."""
+    return int(ID.fullmatch(citable).group(2))
+
+
 def url(citable: str) -> str:
     """The URL that redirects to the cell's page."""
     return f"{URL_PREFIX}{citable}/"
@@ -50,32 +55,32 @@ def read(path: Path | None) -> tuple[list[Locked], list[Problem]]:
     seen_ids: dict[str, int] = {}
     seen_cells: dict[str, int] = {}
     text = path.read_text(encoding="utf-8", errors="replace")
-    for number, raw in enumerate(text.splitlines(), 1):
+    for at, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         m = _LINE.fullmatch(line)
         if m is None:
-            problems.append(Problem(path, number, "(line)", f"each line is '<id> <cell>', such as "
+            problems.append(Problem(path, at, "(line)", f"each line is '<id> <cell>', such as "
                                     f"'{PREFIX}-2026-0001 mla-decode-fp8-kv-triton-shared-memory'", "KB077", line))
             continue
         citable, cell = m.groups()
         expected = len(found) + 1
         if citable in seen_ids:
-            problems.append(Problem(path, number, citable, f"this id is already given on line {seen_ids[citable]}; an "
+            problems.append(Problem(path, at, citable, f"this id is already given on line {seen_ids[citable]}; an "
                                     "id names one cell and is never reused", "KB077", citable))
             continue
         if cell in seen_cells:
-            problems.append(Problem(path, number, cell, f"this cell already has an id on line {seen_cells[cell]}; a "
+            problems.append(Problem(path, at, cell, f"this cell already has an id on line {seen_cells[cell]}; a "
                                     "cell has one id", "KB077", cell))
             continue
-        if int(ID.fullmatch(citable).group(2)) != expected:
-            problems.append(Problem(path, number, citable, f"ids are numbered in order without gaps: this line must "
+        if number(citable) != expected:
+            problems.append(Problem(path, at, citable, f"ids are numbered in order without gaps: this line must "
                                     f"hold number {expected:04d} (a removed line's id would be given again; restore "
                                     "it)", "KB077", citable))
-        seen_ids[citable] = number
-        seen_cells[cell] = number
-        found.append(Locked(citable, cell, number))
+        seen_ids[citable] = at
+        seen_cells[cell] = at
+        found.append(Locked(citable, cell, at))
     return found, problems
 
 
@@ -83,10 +88,10 @@ def assign(locked: list[Locked], cells) -> dict[str, str]:
     """cell id -> citable id for every cell of `cells`: the locked ids, and the next numbers for the
     cells the lock lacks, in publication order (published date, then file name)."""
     ids = {entry.cell: entry.id for entry in locked}
-    number = max((int(ID.fullmatch(entry.id).group(2)) for entry in locked), default=0)
+    last = max((number(entry.id) for entry in locked), default=0)
     for cell in sorted((c for c in cells if c.id not in ids), key=lambda c: (c.entry.published, c.id)):
-        number += 1
-        ids[cell.id] = f"{PREFIX}-{cell.entry.published[:4]}-{number:04d}"
+        last += 1
+        ids[cell.id] = f"{PREFIX}-{cell.entry.published[:4]}-{last:04d}"
     return {c.id: ids[c.id] for c in cells}
 
 

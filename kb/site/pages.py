@@ -19,7 +19,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb.cache import Cache, code_fingerprint, fingerprint
-from kb.records import facets, prose, remedies
+from kb.records import facets, ids, prose, remedies
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.schema import Cell
 from kb.site import charts, freshness, matrix
@@ -180,7 +180,7 @@ class Renderer:
     def every_failure(self) -> list[Page]:
         """Every cell in citable-id order (publication order), each linked: a listing paged like the
         others (PER_PAGE to a page), so no page grows with the index."""
-        cells = sorted(self.site.cells, key=lambda c: int(self.site.citable[c.id].rsplit("-", 1)[1]))
+        cells = sorted(self.site.cells, key=lambda c: ids.number(self.site.citable[c.id]))
         return [Page(paging.url, paged_title("Every failure", paging),
                      f"All {len(cells)} failures of the Blackwell serving-failure index, with their ids, statuses "
                      "and dates.", self._render("all.html", paging.url, cells=chunk, paging=paging), "index")
