@@ -1,6 +1,7 @@
-"""Verdicts on a cell from its record and the facts of a machine: `kb doctor`, `kb match`, the triage page.
+"""Verdicts on a cell from its record and the facts of a machine: `kb doctor`, `kb match`, the triage
+and My stack pages.
 
-Two questions, one set of version rules (`_component`, which decides one package against a
+Three questions, one set of version rules (`_component`, which decides one package against a
 component's `affected` range and `fixed_in`):
 
 - `judge(entry, facts)`: does the cell apply to this machine? (`kb doctor`.) The facts are
@@ -9,9 +10,13 @@ component's `affected` range and `fixed_in`):
   rules are those kb/doctor/diagnose.py documents (site_src/doctor.md says the same).
 - `decide(scope, facts, specific)`: a log's text matched the cell; does what the log says about
   its machine let it apply? (`kb match`, and the triage page, whose twin is `kbVerdict.decide`
-  in kb-triage.js, run on the same vectors, tests/vectors/verdict.json.) `scope(entry)` is what
+  in kb-verdict.js, run on the same vectors, tests/vectors/verdict.json.) `scope(entry)` is what
   it needs of the record, exported to the page as it is; the facts are a log's
   (`kb.triage.logfacts.LogFacts.as_json()`, the shape kbLogFacts gives the page).
+- `on_stack(scope, facts)`: which cells apply to a stack a reader describes (a GPU, the versions
+  they run)? (The My stack page, kb.site.stack; its twin is `kbVerdict.stack`, run on the
+  vectors' `stack` list.) `decide` on those facts, and a cell none of whose packages the stack
+  names stays unknown.
 """
 
 from __future__ import annotations
