@@ -184,22 +184,25 @@ def test_every_gpu_architecture_and_component_listing_links_to_the_page(live_sit
     page = (live_site / "stack" / "index.html").read_text(encoding="utf-8")
     options = set(re.findall(r'<option value="([^"]+)"', page))
     fields = set(re.findall(r'<input id="kb-stack-[^"]+" name="([^"]+)"', page))
-    unlinked = []
+    unfilled = []
     for facet in ("gpu", "architecture", "component"):
         for value, (name, _) in SITE.facet_index[facet].items():
             href = _stack_link(live_site / "by" / facet / value / "index.html")
-            if href is None:
-                unlinked.append((facet, name))
+            assert href is not None and href.startswith("../../../stack/"), (facet, value, href)
+            if href == "../../../stack/":
+                unfilled.append((facet, name))
                 continue
-            assert href.startswith("../../../stack/?"), href
             (key, given), = [part.split("=") for part in href.split("?")[1].split("&")]
             if facet == "component":
                 assert key in fields and given == "", href
             else:
                 assert key == "gpu" and given in options, href
-    # Only a GPU name that says no architecture (no model NVIDIA lists, no sm_ number) goes unlinked.
+    # Only a GPU name that says no architecture (no model NVIDIA lists, no sm_ number) links to the
+    # page without a choice; a name with a note links to its model ("GB10 (seed claim only, ...)").
     assert all(facet == "gpu" and logfacts.model_capability(name) is None and stack.gpu_architecture(name) is None
-               for facet, name in unlinked), unlinked
+               for facet, name in unfilled), unfilled
+    noted = [v for v, (name, _) in SITE.facet_index["gpu"].items() if name.startswith("GB10 (")]
+    assert all(_stack_link(live_site / "by" / "gpu" / v / "index.html").endswith("?gpu=gb10") for v in noted)
 
 
 @pytest.mark.parametrize("listing, wanted, focused", [("by/gpu/rtx-5090/", "?gpu=rtx-5090", None),

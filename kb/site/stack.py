@@ -14,6 +14,7 @@ name, by display name), the link each GPU, architecture and component listing gi
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -55,19 +56,28 @@ def gpu_architecture(name: str) -> str | None:
     return archs.pop() if len(archs) == 1 else None
 
 
+def model(name: str) -> str | None:
+    """The GPU model a records' GPU name names: the name without a closing note in parentheses
+    ("GB10 (seed claim only, see claims)" -> "GB10"), when NVIDIA's capabilities (logfacts.MODELS)
+    know it; None for a build target or a card the report did not name."""
+    base = re.sub(r"\s*\([^()]*\)$", "", name)
+    return base if logfacts.model_capability(base) else None
+
+
 def gpu_groups(site: Site) -> list[tuple[str, str, list[Choice]]]:
     """(architecture, its display name, choices) for every architecture the records cover: the
     architecture itself first, then each GPU model the records name with that architecture, in
-    the order the GPU listings use. A GPU name that names no model (a build target, a card the
-    report did not name) is not offered: its listing links to its architecture instead."""
+    the order the GPU listings use, its value the key of the model's listing. A GPU name that
+    names no model is not offered: its listing links to its architecture instead."""
     archs = sorted({a for cell in site.cells for a in cell.entry.hardware.architectures})
     out = []
     for arch in archs:
-        choices = [Choice(arch, f"Any {arch} GPU", arch_capability(arch), "")]
-        for value, (name, _) in site.facet_index["gpu"].items():
-            if logfacts.model_capability(name) and gpu_architecture(name) == arch:
-                choices.append(Choice(value, name, arch_capability(arch), name))
-        out.append((arch, facets.ARCH_NAMES.get(arch, arch), choices))
+        choices = {arch: Choice(arch, f"Any {arch} GPU", arch_capability(arch), "")}
+        for _, (name, _) in site.facet_index["gpu"].items():
+            found = model(name)
+            if found and gpu_architecture(found) == arch:
+                choices.setdefault(facets.key(found), Choice(facets.key(found), found, arch_capability(arch), found))
+        out.append((arch, facets.ARCH_NAMES.get(arch, arch), list(choices.values())))
     return out
 
 
@@ -80,17 +90,17 @@ def packages(site: Site) -> list[tuple[str, str]]:
 
 def link(facet: str, value: str, name: str) -> str | None:
     """The query string of the My stack page a listing of `facet` links to (`?gpu=rtx-5090`, or a
-    component's empty field, which the page focuses); None for other facets and for a GPU name
-    whose architecture nothing says."""
+    component's empty field, which the page focuses); "" (the page as it is) for a GPU name whose
+    architecture nothing says; None for the other facets."""
     if facet == "component":
         return "?" + urlencode({_package_of(value, name): ""})
     if facet == "architecture":
         return "?" + urlencode({"gpu": value.replace("-", "_")})
     if facet == "gpu":
-        if logfacts.model_capability(name):
-            return "?" + urlencode({"gpu": value})
+        if model(name):
+            return "?" + urlencode({"gpu": facets.key(model(name))})
         arch = gpu_architecture(name)
-        return "?" + urlencode({"gpu": arch}) if arch else None
+        return "?" + urlencode({"gpu": arch}) if arch else ""
     return None
 
 
