@@ -93,7 +93,7 @@ def link(facet: str, value: str, name: str) -> str | None:
     component's empty field, which the page focuses); "" (the page as it is) for a GPU name whose
     architecture nothing says; None for the other facets."""
     if facet == "component":
-        return "?" + urlencode({_package_of(value, name): ""})
+        return "?" + urlencode({_package_of(name): ""})
     if facet == "architecture":
         return "?" + urlencode({"gpu": value.replace("-", "_")})
     if facet == "gpu":
@@ -104,8 +104,8 @@ def link(facet: str, value: str, name: str) -> str | None:
     return None
 
 
-def _package_of(value: str, name: str) -> str:
-    """The package whose component listing has the key `value` and display name `name`."""
+def _package_of(name: str) -> str:
+    """The package a component listing shows as `name` (its display name, kb.records.facets)."""
     named = [p for p, shown in facets.PACKAGE_NAMES.items() if shown == name]
     return named[0] if named else name
 
