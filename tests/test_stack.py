@@ -221,3 +221,14 @@ def test_a_listing_link_opens_the_prefilled_page(live_site, page, listing, wante
             gpu = wanted.split("=")[1]
             assert _results(page) == expected(gpu, {})
             assert page.locator("#kb-stack-gpu").input_value() == gpu
+
+
+def test_the_page_asks_for_nothing_but_the_sites_own_files(live_site, page):
+    """Static files only: every request stays on the site, and the one data file is stack.json."""
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode({"gpu": "gb10", "vllm": _version_of("vllm")}))
+        _results(page)
+    assert asked and all(url.startswith(base) for url in asked), [u for u in asked if not u.startswith(base)]
+    assert [u for u in asked if u.endswith(".json")] == [base + "stack/stack.json"]
