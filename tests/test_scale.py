@@ -40,7 +40,7 @@ CELL_PAGE_LIMIT = 40_000  # bytes of HTML, theme included (#12)
 
 def kind(page) -> str:
     """The kind of a page for the size comparisons: cell, pointer, disambiguation, browse, each
-    facet's index and listing, matrix, matrix listing, freshness, fixes waiting, rules, triage."""
+    facet's index and listing, matrix, matrix listing, freshness, fixes waiting, rules, triage, stack."""
     if page.kind != "index":
         return page.kind
     parts = page.url.strip("/").split("/")
@@ -170,7 +170,7 @@ def test_every_kind_of_page_is_there_at_both_sizes(synthetic):
     kinds = {n: set(_largest(synthetic[n][2])) for n in (SMALL, LARGE)}
     assert kinds[SMALL] == kinds[LARGE]
     wanted = {"cell", "pointer", "disambiguation", "browse", "matrix", "matrix listing", "freshness",
-              "fixes waiting", "rules", "triage", "all listing"}
+              "fixes waiting", "rules", "triage", "stack", "all listing"}
     wanted |= {f"by/{facet}/ {what}" for facet in synthetic[SMALL][1].facet_index for what in ("index", "listing")}
     assert kinds[LARGE] == wanted
 

@@ -1,5 +1,5 @@
 """The verdict on a cell a log's text matched (kb.records.verdict.decide): the same in `kb match`,
-in the triage page (kbVerdict in kb-triage.js) and on the shared vectors, tests/vectors/verdict.json."""
+in the triage page (kbVerdict in kb-verdict.js) and on the shared vectors, tests/vectors/verdict.json."""
 
 from __future__ import annotations
 

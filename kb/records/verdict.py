@@ -1,6 +1,7 @@
-"""Verdicts on a cell from its record and the facts of a machine: `kb doctor`, `kb match`, the triage page.
+"""Verdicts on a cell from its record and the facts of a machine: `kb doctor`, `kb match`, the triage
+and My stack pages.
 
-Two questions, one set of version rules (`_component`, which decides one package against a
+Three questions, one set of version rules (`_component`, which decides one package against a
 component's `affected` range and `fixed_in`):
 
 - `judge(entry, facts)`: does the cell apply to this machine? (`kb doctor`.) The facts are
@@ -9,9 +10,13 @@ component's `affected` range and `fixed_in`):
   rules are those kb/doctor/diagnose.py documents (site_src/doctor.md says the same).
 - `decide(scope, facts, specific)`: a log's text matched the cell; does what the log says about
   its machine let it apply? (`kb match`, and the triage page, whose twin is `kbVerdict.decide`
-  in kb-triage.js, run on the same vectors, tests/vectors/verdict.json.) `scope(entry)` is what
+  in kb-verdict.js, run on the same vectors, tests/vectors/verdict.json.) `scope(entry)` is what
   it needs of the record, exported to the page as it is; the facts are a log's
   (`kb.triage.logfacts.LogFacts.as_json()`, the shape kbLogFacts gives the page).
+- `on_stack(scope, facts)`: which cells apply to a stack a reader describes (a GPU, the versions
+  they run)? (The My stack page, kb.site.stack; its twin is `kbVerdict.stack`, run on the
+  vectors' `stack` list.) `decide` on those facts, and a cell none of whose packages the stack
+  names stays unknown.
 """
 
 from __future__ import annotations
@@ -160,12 +165,14 @@ def _at(facts: dict, key: str) -> str:
     return f"line {line}: " if line else ""
 
 
-def decide(cell: dict, facts: dict, specific: bool = True) -> tuple[str, str]:
+def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the log") -> tuple[str, str]:
     """(verdict, why) of a cell whose text a log matched: one of MATCH_VERDICTS.
 
     `cell` is `scope(entry)`; `facts` what the log says (LogFacts.as_json(): `gpus`, None when
     it names none, each with `compute_capability` and `line`; `packages`; `lines`, fact -> line
     number); `specific`: some signature that matched is not marked `generic`, or an evidence item did.
+    `subject` names where the facts come from in the reason: a GPU without a line number is
+    "<subject> has sm_120 (name)", and what is missing is what "<subject> does not show".
 
     - ruled-out: every GPU the log shows has an architecture the cell does not cover, or a
       package the cell ranges is outside its affected range and not fixed (the line is named);
@@ -181,20 +188,22 @@ def decide(cell: dict, facts: dict, specific: bool = True) -> tuple[str, str]:
     gpus = facts.get("gpus")
     shown = []
     missing = []
+
+    def seen(g: dict, a: str | None) -> str:
+        where = f"line {g['line']} shows" if g.get("line") else f"{subject} has"
+        return f"{where} {a}{' (' + g['name'] + ')' if g.get('name') else ''}"
+
     if gpus is None:
         missing.append(f"the GPU's sm_ number (the cell covers {listed})")
     else:
         archs = [capability_arch(g.get("compute_capability")) for g in gpus]
         covered = [(g, a) for g, a in zip(gpus, archs) if a in cell["architectures"]]
         if covered:
-            g, a = covered[0]
-            shown.append(f"line {g['line']} shows {a}{' (' + g['name'] + ')' if g.get('name') else ''}, which the cell covers")
+            shown.append(f"{seen(*covered[0])}, which the cell covers")
         elif None in archs:
             missing.append(f"the GPU's sm_ number (the cell covers {listed})")
         else:
-            seen = "; ".join(f"line {g['line']} shows {a}{' (' + g['name'] + ')' if g.get('name') else ''}"
-                             for g, a in zip(gpus, archs))
-            return "ruled-out", f"{seen}; the cell covers {listed}{generic}"
+            return "ruled-out", f"{'; '.join(seen(g, a) for g, a in zip(gpus, archs))}; the cell covers {listed}{generic}"
     packages = facts.get("packages", {})
     found: dict[str, list[str]] = {"fixed": [], "not-applicable": [], "affected": []}
     for item in cell["components"]:
@@ -213,8 +222,32 @@ def decide(cell: dict, facts: dict, specific: bool = True) -> tuple[str, str]:
         return "fixed", "; ".join(found["fixed"]) + generic
     if missing:
         said = f" ({'; '.join(shown + found['affected'])})" if shown or found["affected"] else ""
-        return "unknown", f"the log does not show {' or '.join(missing)}, which would decide{said}{generic}"
+        return "unknown", f"{subject} does not show {' or '.join(missing)}, which would decide{said}{generic}"
     return "applies", "; ".join(shown + found["affected"]) + generic
+
+
+STACK = "your stack"  # how the reasons of `on_stack` name what the reader gave
+
+
+def on_stack(cell: dict, facts: dict) -> tuple[str, str]:
+    """(verdict, why) of a cell for a stack a reader describes on the /stack/ page (its twin is
+    `kbVerdict.stack` in kb-verdict.js, run on the vectors' `stack` list): `decide` on the stack's
+    facts (`gpus`: the GPU or architecture chosen, without a line number, or None; `packages`:
+    the versions given), worded for the stack. No log text matched, so a cell that would apply
+    but whose packages the stack names none of stays unknown: nothing says the reader runs them."""
+    verdict, why = decide(cell, facts, True, STACK)
+    if verdict != "applies":
+        return verdict, why
+    packages = list(dict.fromkeys(item["package"] for item in cell["components"]))
+    given = facts.get("packages", {})
+    named = [p for p in packages if p in given]
+    if not named:
+        return "unknown", f"{STACK} does not name {_or(packages)}, which would decide ({why})"
+    ranged_packages = {item["package"] for item in cell["components"] if item["affected"] or item["fixed_in"]}
+    unranged = [f"{p} {given[p]}" for p in named if p not in ranged_packages]
+    if unranged:
+        why += f"; {', '.join(unranged)}: the record gives no version range, so any version counts"
+    return verdict, why
 
 
 def rank_key(verdict: str, specific: bool, score: float, entry: str) -> tuple:

@@ -182,7 +182,7 @@ def paths(site: Site) -> list[str]:
     (`kb.site.generate`: the triage rules, the search literals' list), known without making them:
     the search literals' shards are under `search/`, a folder the build owns whole."""
     found = [f"{API}index.json", f"{API}schema/entry.json", f"{API}schema/facts.json", "feed.xml", "robots.txt",
-             "triage/patterns.json", "search/literals.json"]
+             "triage/patterns.json", "stack/stack.json", "search/literals.json"]
     for cell in site.cells:
         found += [f"{API}cells/{cell.id}.json", f"osv/{cell.id}.json"]
     return sorted(found)

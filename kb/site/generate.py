@@ -16,7 +16,7 @@ from kb.cache import code_fingerprint, for_folders, fingerprint
 from kb.records import ids, lint
 from kb.records import redirects as redirects_file
 from kb.records.catalog import Site
-from kb.site import export, search, urls
+from kb.site import export, search, stack, urls
 from kb.site.page import Page
 from kb.site.pages import Renderer
 from kb.triage import evidence, match, request
@@ -90,6 +90,7 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
         match.export(match.rules(result.cells, cache)) | {"request": request.export(),
                                                           "evidence": evidence.export(evidence.rules(result.cells))},
         separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
+    files[stack.DATA] = stack.data(site)
     files.update(_cached(cache, ["literals", *_searched(site)], lambda: search.literal_files(site)))
     if cache is not None:
         cache.save()

@@ -23,6 +23,7 @@ from kb.records import facets, ids, prose, remedies
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.schema import Cell
 from kb.site import charts, freshness, matrix
+from kb.site import stack as my_stack
 from kb.site.page import Page
 from kb.site.rulespage import rules_page
 
@@ -44,7 +45,8 @@ def first_sentence(text: str) -> str:
 RENDER_MODULES = [
     "kb.site.pages", "kb.records.prose", "kb.records.remedies", "kb.site.charts", "kb.records.facets",
     "kb.records.catalog",
-    "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness"
+    "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness", "kb.site.stack",
+    "kb.triage.logfacts"
 ]
 RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
 
@@ -173,8 +175,9 @@ class Renderer:
                               self._render("facet.html", here, facet=facet, title=title, groups=groups), "index"))
             for value, (name, cells) in groups.items():
                 for paging, chunk in paginate(facet_url(facet, value), cells):
-                    key = ["listing", facet, title, name, paging.key, *[self.site.shown(c) for c in chunk]]
-                    pages.append(self._cached(key, lambda: self._listing(facet, title, name, cells, chunk, paging)))
+                    key = ["listing", facet, title, value, name, paging.key, *[self.site.shown(c) for c in chunk]]
+                    pages.append(self._cached(key, lambda: self._listing(facet, title, value, name, cells, chunk,
+                                                                         paging)))
         return pages
 
     def every_failure(self) -> list[Page]:
@@ -186,16 +189,22 @@ class Renderer:
                      "and dates.", self._render("all.html", paging.url, cells=chunk, paging=paging), "index")
                 for paging, chunk in paginate(ALL_URL, cells)]
 
-    def _listing(self, facet, title, name, cells, chunk, paging) -> Page:
+    def _listing(self, facet, title, value, name, cells, chunk, paging) -> Page:
         return Page(paging.url, paged_title(f"{title.removeprefix('By ').capitalize()}: {name}", paging),
                     f"{len(cells)} Blackwell serving failure cell(s) for {name}.",
                     self._render("listing.html", paging.url, facet=facet, facet_title=title, name=name, cells=chunk,
-                                 paging=paging), "index")
+                                 paging=paging, stack_link=my_stack.link(facet, value, name)), "index")
 
     def triage(self) -> Page:
         return Page("triage/", "Triage a log", "Paste a whole log and get the cells that match it; "
                     "matching runs in your browser and nothing is uploaded.",
                     self._render("triage.html", "triage/"), "index")
+
+    def stack(self) -> Page:
+        return Page(my_stack.URL, "My stack", "Pick a GPU and the versions you run and see which failures "
+                    "apply to that stack; decided in your browser, shareable as a link.",
+                    self._render("stack.html", my_stack.URL, groups=my_stack.gpu_groups(self.site),
+                                 packages=my_stack.packages(self.site), shown=my_stack.SHOWN_PACKAGES), "index")
 
     def newest(self, here: str = "") -> str:
         return self._render("newest.html", here, cells=self.site.newest())
@@ -243,6 +252,7 @@ class Renderer:
         pages += [p for text in sorted(self.site.owners) if (p := self.string_page(text)) is not None]
         pages += self.indexes()
         pages.append(self.triage())
+        pages.append(self.stack())
         pages += matrix.pages(self) + freshness.pages(self)
         pages.append(rules_page(self))
         return pages

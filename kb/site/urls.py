@@ -42,7 +42,7 @@ def page_urls(site) -> list[str]:
     from kb.site import freshness, matrix
 
     urls = {string_url(text) for text in site.owners}
-    urls.update({"by/", "triage/"})
+    urls.update({"by/", "triage/", "stack/"})
     urls.update(paged_urls("all/", len(site.cells)))  # every failure, paged (kb.site.pages.ALL_URL)
     for facet, groups in site.facet_index.items():
         urls.add(facet_url(facet))
@@ -56,8 +56,9 @@ def page_urls(site) -> list[str]:
 
 
 # Files the site's own scripts fetch, named by how the data is split (the search box's shards of
-# literal strings): they change with the data and are no promise to anyone, like Pagefind's files.
-INTERNAL = ("search/literals/",)
+# literal strings) or shaped for one page (the My stack page's cells): they change with the data and
+# the page and are no promise to anyone, like Pagefind's files.
+INTERNAL = ("search/literals/", "stack/stack.json")
 
 
 def published(page_urls: list[str], export_paths: list[str], site_src: Path = SITE_SRC) -> list[str]:
@@ -160,7 +161,7 @@ def site_problems(cells, lock: Path | None, redirects_file: Path | None, site_sr
     problems += found
     now = set(published(pages, exports, site_src))
     written = {f"{url}index.html" for url in pages + hand_written(site_src)} | set(exports) | set(BUILD_FILES)
-    written |= {"triage/patterns.json"} | set(static_files(site_src))
+    written |= {"triage/patterns.json", "stack/stack.json"} | set(static_files(site_src))
     return problems + redirect_problems(moved, redirects_file, now, written)
 
 

@@ -1,0 +1,139 @@
+"""The My stack page (`stack/`): a reader picks a GPU or architecture and the versions they run,
+and gets every failure's verdict for that stack, shareable as `stack/?gpu=rtx-5090&vllm=0.28.0`.
+
+What this stage hands on: the form's choices (`gpu_groups`: the records' GPU models by
+architecture, plus the architectures themselves; `packages`: every package the records' components
+name, by display name), the link each GPU, architecture and component listing gives (`link`), and
+`stack/stack.json` (`data`): each cell's title, page, status, what to do now and its scope
+(`kb.records.verdict.scope`, what triage/patterns.json exports too). The page's script
+(site_src/assets/kb-stack.js) decides each cell with `kbVerdict.stack`, the twin of
+`kb.records.verdict.on_stack`. A GPU's architecture is what the log-facts table says of its name
+(`kb.triage.logfacts`: NVIDIA's capability of the model, else the one sm_ number the name states).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from kb.records import facets, remedies, verdict
+from kb.records.catalog import Site
+from kb.triage import logfacts
+
+URL = "stack/"
+DATA = "stack/stack.json"
+SHOWN_PACKAGES = 8  # inputs shown at once; the rest are under "More packages"
+# How the page names the verdicts of `kb.records.verdict.on_stack` (no log text matched here).
+TITLES = {"applies": "Applies", "unknown": "Environment unknown", "fixed": "Fixed in your version",
+          "ruled-out": "Ruled out"}
+
+
+@dataclass(frozen=True)
+class Choice:
+    value: str  # what `?gpu=` holds: a GPU's facet key (its listing's URL key) or an architecture (sm_120)
+    label: str
+    capability: str  # the compute capability the page decides on ("12.0")
+    name: str  # the GPU's name as the records write it; "" for an architecture
+
+
+def arch_capability(arch: str) -> str:
+    """'sm_120' -> '12.0', 'sm_90' -> '9.0'."""
+    digits = arch.removeprefix("sm_")
+    return f"{int(digits[:-1])}.{digits[-1]}"
+
+
+def gpu_architecture(name: str) -> str | None:
+    """The architecture of a GPU name from the records: its model's (logfacts.MODELS), else the one
+    sm_ number the name itself states ("any SM120 build target"); None when neither says."""
+    capability = logfacts.model_capability(name)
+    if capability:
+        return verdict.capability_arch(capability)
+    found = logfacts.read([name]).gpus or []
+    archs = {g.architecture for g in found}
+    return archs.pop() if len(archs) == 1 else None
+
+
+def model(name: str) -> str | None:
+    """The GPU model a records' GPU name names: the name without a closing note in parentheses
+    ("GB10 (seed claim only, see claims)" -> "GB10"), when NVIDIA's capabilities (logfacts.MODELS)
+    know it; None for a build target or a card the report did not name."""
+    base = re.sub(r"\s*\([^()]*\)$", "", name)
+    return base if logfacts.model_capability(base) else None
+
+
+def gpu_groups(site: Site) -> list[tuple[str, str, list[Choice]]]:
+    """(architecture, its display name, choices) for every architecture the records cover: the
+    architecture itself first, then each GPU model the records name with that architecture, in
+    the order the GPU listings use, its value the key of the model's listing. A GPU name that
+    names no model is not offered: its listing links to its architecture instead."""
+    archs = sorted({a for cell in site.cells for a in cell.entry.hardware.architectures})
+    out = []
+    for arch in archs:
+        choices = {arch: Choice(arch, f"Any {arch} GPU", arch_capability(arch), "")}
+        for _, (name, _) in site.facet_index["gpu"].items():
+            found = model(name)
+            if found and gpu_architecture(found) == arch:
+                choices.setdefault(facets.key(found), Choice(facets.key(found), found, arch_capability(arch), found))
+        out.append((arch, facets.ARCH_NAMES.get(arch, arch), list(choices.values())))
+    return out
+
+
+def packages(site: Site) -> list[tuple[str, str]]:
+    """(package, display name) of every package the records' components name, the most named
+    first (ties by display name)."""
+    counts = Counter(p for cell in site.cells for p in dict.fromkeys(c.package for c in cell.entry.components))
+    return sorted(((p, facets.package_name(p)) for p in counts), key=lambda item: (-counts[item[0]], item[1].casefold()))
+
+
+def link(facet: str, value: str, name: str) -> str | None:
+    """The query string of the My stack page a listing of `facet` links to (`?gpu=rtx-5090`, or a
+    component's empty field, which the page focuses); "" (the page as it is) for a GPU name whose
+    architecture nothing says; None for the other facets."""
+    if facet == "component":
+        return "?" + urlencode({_package_of(name): ""})
+    if facet == "architecture":
+        return "?" + urlencode({"gpu": value.replace("-", "_")})
+    if facet == "gpu":
+        if model(name):
+            return "?" + urlencode({"gpu": facets.key(model(name))})
+        arch = gpu_architecture(name)
+        return "?" + urlencode({"gpu": arch}) if arch else ""
+    return None
+
+
+def _package_of(name: str) -> str:
+    """The package a component listing shows as `name` (its display name, kb.records.facets)."""
+    named = [p for p, shown in facets.PACKAGE_NAMES.items() if shown == name]
+    return named[0] if named else name
+
+
+def do_now(entry) -> dict:
+    """What the cell's card leads with under "Do now" (kb.records.remedies.do_now), as plain text
+    parts; a cell with no remedy names the release that fixes it, else nothing (`none`)."""
+    now = remedies.do_now(entry)
+    if now is not None:
+        remedy = now.remedy
+        return {"label": now.label, "what": remedy.what, "code": remedy.kind in ("flag", "env-var"),
+                "versions": (f"{facets.package_name(remedy.package)} {now.versions}".strip()
+                             if now.versions else None)}
+    released = [c for c in entry.components if c.fixed_in]
+    landed = [c for c in entry.components if not c.fixed_in and c.fixed_commit]
+    if released:
+        return {"label": remedies.READY["released"], "code": False, "versions": None,
+                "what": "; ".join(f"{facets.package_name(c.package)} {c.fixed_in} or newer" for c in released)}
+    if landed:
+        return {"label": remedies.READY["main"], "code": False, "versions": None,
+                "what": "; ".join(f"{facets.package_name(c.package)} main, commit {c.fixed_commit[:10]}" for c in landed)}
+    return {"label": None, "what": "No fix or workaround is known yet", "code": False, "versions": None}
+
+
+def data(site: Site) -> str:
+    """stack/stack.json: every cell, in id order, with what the page shows and decides on."""
+    cells = [{"id": cell.id, "url": site.url(cell), "title": cell.entry.title, "status": cell.entry.status.state,
+              "status_name": facets.STATUS_NAMES[cell.entry.status.state], "do_now": do_now(cell.entry),
+              "scope": verdict.scope(cell.entry)} for cell in site.cells]
+    return json.dumps({"version": 1, "verdicts": TITLES, "cells": cells},
+                      separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"

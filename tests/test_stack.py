@@ -1,0 +1,234 @@
+"""The My stack page (issue 22 item 4), in Chromium: a GPU (or architecture) and versions in the
+address give every failure's verdict, the same as kb.records.verdict.on_stack gives in Python on
+the same facts over all records; the form writes the address and a reload restores it; a hostile
+address is shown as text; GPU, architecture and component listings link to the page prefilled."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import urlencode
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from browser import serve
+from conftest import ROOT, checked_site
+from kb.records import verdict
+from kb.site import stack
+from kb.triage import logfacts
+
+DATA = json.loads((ROOT / "tests" / "vectors" / "verdict.json").read_text(encoding="utf-8"))
+SITE = checked_site(ROOT / "kb" / "entries")
+
+
+def _gpu_facts(value: str) -> list[dict]:
+    """The facts the page decides on for `?gpu=value`, derived here from the records and the
+    log-facts table: a GPU listing's name and NVIDIA's capability of its model, or an architecture."""
+    if value.startswith("sm_"):
+        return [{"name": None, "compute_capability": f"{int(value[3:-1])}.{value[-1]}"}]
+    name = SITE.facet_index["gpu"][value][0]
+    return [{"name": name, "compute_capability": logfacts.model_capability(name)}]
+
+
+def expected(gpu: str | None, packages: dict[str, str]) -> list[dict]:
+    """Every cell's verdict for the stack, as Python decides it, in the page's order."""
+    facts = {"gpus": _gpu_facts(gpu) if gpu else None, "packages": packages, "lines": {}}
+    out = []
+    for cell in SITE.cells:
+        decided, why = verdict.on_stack(verdict.scope(cell.entry), facts)
+        out.append({"entry": cell.id, "verdict": decided, "why": why})
+    return sorted(out, key=lambda h: verdict.rank_key(h["verdict"], True, 0, h["entry"]))
+
+
+def _version_of(package: str) -> str:
+    """A version the records' ranges of `package` name (the first bound of the first range)."""
+    for cell in SITE.cells:
+        for c in cell.entry.components:
+            if c.package == package and c.affected:
+                return next(iter(SpecifierSet(c.affected))).version
+    raise AssertionError(f"no record ranges {package}")
+
+
+def _results(page) -> list[dict]:
+    page.wait_for_selector("#kb-stack[data-results]")
+    return json.loads(page.get_attribute("#kb-stack", "data-results"))
+
+
+def _watch(page) -> list[str]:
+    """Script errors and dialogs the page raises, collected as they happen."""
+    seen: list[str] = []
+    page.on("pageerror", lambda error: seen.append(f"error: {error}"))
+    page.on("dialog", lambda dialog: (seen.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+    return seen
+
+
+def test_stack_vectors_in_python():
+    assert {v["verdict"] for v in DATA["stack"]} == set(verdict.MATCH_VERDICTS)
+    for vector in DATA["stack"]:
+        assert verdict.on_stack(vector["cell"], vector["facts"]) == (vector["verdict"], vector["why"]), vector["name"]
+
+
+def test_stack_data_is_deterministic_and_holds_every_cell():
+    first, again = stack.data(SITE), stack.data(checked_site(ROOT / "kb" / "entries"))
+    assert first == again
+    cells = json.loads(first)["cells"]
+    assert [c["id"] for c in cells] == [c.id for c in SITE.cells]
+    assert all(c["scope"] == verdict.scope(SITE.by_id[c["id"]].entry) for c in cells)
+
+
+@pytest.mark.parametrize("gpu, package", [("gb10", "vllm"), ("rtx-5090", "vllm"), ("sm_120", "flashinfer")])
+def test_the_page_gives_the_verdicts_python_gives(live_site, page, gpu, package):
+    packages = {package: _version_of(package)}
+    want = expected(gpu, packages)
+    assert {h["verdict"] for h in want} >= {"applies", "unknown", "ruled-out"}, "a stack that tells little apart"
+    seen = _watch(page)
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode({"gpu": gpu} | packages))
+        got = _results(page)
+        shown = page.locator(".kb-stack__verdict").all_inner_texts()
+        headings = page.locator(".kb-stack__group h2").all_inner_texts()
+        assert page.locator("#kb-stack-gpu").input_value() == gpu
+        assert page.locator(f"#kb-stack-{package}").input_value() == packages[package]
+    assert got == want
+    assert shown == [f"{stack.TITLES[h['verdict']]}: {h['why']}" for h in want]
+    assert headings[0].startswith("Applies (")  # applies first
+    assert seen == []
+
+
+def test_the_page_runs_kbverdict_stack_on_the_vectors_as_python_does(live_site, page):
+    with serve(live_site) as base:
+        page.goto(base + "stack/")
+        page.wait_for_function("typeof kbVerdict === 'object'")
+        got = page.evaluate("(vectors) => vectors.map(v => kbVerdict.stack(v.cell, v.facts))", DATA["stack"])
+    assert got == [[v["verdict"], v["why"]] for v in DATA["stack"]]
+
+
+def test_a_version_at_the_fix_shows_fixed(live_site, page):
+    fixed = [(cell, c) for cell in SITE.cells for c in cell.entry.components
+             if c.fixed_in and "sm_120" in cell.entry.hardware.architectures]
+    assert fixed
+    cell, component = fixed[0]
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode({"gpu": "sm_120", component.package: component.fixed_in}))
+        got = {h["entry"]: h["verdict"] for h in _results(page)}
+        row = page.locator(f'li[data-cell="{cell.id}"] .kb-stack__verdict').inner_text()
+    assert got[cell.id] == "fixed"
+    assert row.startswith("Fixed in your version: ")
+
+
+def test_another_architecture_applies_no_sm_120_only_cell(live_site, page):
+    only_120 = {c.id for c in SITE.cells if c.entry.hardware.architectures == ["sm_120"]}
+    assert only_120
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode({"gpu": "gb10", "vllm": _version_of("vllm")}))
+        got = {h["entry"]: h["verdict"] for h in _results(page)}
+    assert {got[i] for i in only_120} == {"ruled-out"}
+    assert "applies" in got.values()
+
+
+def test_the_form_writes_the_address_and_a_reload_restores_it(live_site, page):
+    version = _version_of("vllm")
+    with serve(live_site) as base:
+        page.goto(base + "stack/")
+        page.select_option("#kb-stack-gpu", "rtx-5090")
+        page.fill("#kb-stack-vllm", version)
+        page.click("#kb-stack-run")
+        first = _results(page)
+        assert page.evaluate("location.search") == "?" + urlencode({"gpu": "rtx-5090", "vllm": version})
+        page.reload()
+        again = _results(page)
+        assert page.locator("#kb-stack-gpu").input_value() == "rtx-5090"
+        assert page.locator("#kb-stack-vllm").input_value() == version
+    assert first == again == expected("rtx-5090", {"vllm": version})
+
+
+def test_a_hostile_address_is_shown_as_text_and_never_run(live_site, page):
+    seen = _watch(page)
+    hostile = {"gpu": "<script>alert(1)</script>", "vllm": "<img src=x onerror=alert(2)>",
+               "<b>x</b>": "1", "flashinfer": "0.6.18"}
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode(hostile))
+        got = _results(page)  # the one valid value still decides
+        problems = page.locator(".kb-stack__problems li").all_inner_texts()
+        markup = page.evaluate("document.querySelector('.kb-stack__problems').innerHTML")
+        planted = page.evaluate("document.querySelectorAll('.kb-stack__problems *:not(li), img[src=\"x\"], b').length")
+        invalid = page.locator("#kb-stack-vllm").get_attribute("aria-invalid")
+    assert got == expected(None, {"flashinfer": "0.6.18"})
+    assert any("<script>alert(1)</script>" in p and "No GPU or architecture" in p for p in problems)
+    assert any("<img src=x onerror=alert(2)>" in p and "is not a version" in p for p in problems)
+    assert any("<b>x</b>" in p and "no field of this page" in p for p in problems)
+    assert "<script" not in markup and "&lt;script&gt;" in markup and planted == 0
+    assert invalid == "true"
+    assert seen == []
+
+
+def test_nothing_valid_in_the_address_gives_a_message_not_a_crash(live_site, page):
+    seen = _watch(page)
+    with serve(live_site) as base:
+        page.goto(base + "stack/?gpu=nope&gpu=again&vllm=" + "9" * 500)
+        status = page.locator(".kb-stack__status").inner_text()
+        problems = page.locator(".kb-stack__problems li").all_inner_texts()
+        assert page.get_attribute("#kb-stack", "data-results") is None
+    assert status == "Pick a GPU or give a version to see the verdicts."
+    assert len(problems) == 3 and any("more than once" in p for p in problems)
+    assert seen == []
+
+
+def _stack_link(path) -> str | None:
+    found = re.search(r'<p class="kb-stack-link"><a href="([^"]+)"', path.read_text(encoding="utf-8"))
+    return found.group(1) if found else None
+
+
+def test_every_gpu_architecture_and_component_listing_links_to_the_page(live_site):
+    page = (live_site / "stack" / "index.html").read_text(encoding="utf-8")
+    options = set(re.findall(r'<option value="([^"]+)"', page))
+    fields = set(re.findall(r'<input id="kb-stack-[^"]+" name="([^"]+)"', page))
+    unfilled = []
+    for facet in ("gpu", "architecture", "component"):
+        for value, (name, _) in SITE.facet_index[facet].items():
+            href = _stack_link(live_site / "by" / facet / value / "index.html")
+            assert href is not None and href.startswith("../../../stack/"), (facet, value, href)
+            if href == "../../../stack/":
+                unfilled.append((facet, name))
+                continue
+            (key, given), = [part.split("=") for part in href.split("?")[1].split("&")]
+            if facet == "component":
+                assert key in fields and given == "", href
+            else:
+                assert key == "gpu" and given in options, href
+    # Only a GPU name that says no architecture (no model NVIDIA lists, no sm_ number) links to the
+    # page without a choice; a name with a note links to its model ("GB10 (seed claim only, ...)").
+    assert all(facet == "gpu" and logfacts.model_capability(name) is None and stack.gpu_architecture(name) is None
+               for facet, name in unfilled), unfilled
+    noted = [v for v, (name, _) in SITE.facet_index["gpu"].items() if name.startswith("GB10 (")]
+    assert all(_stack_link(live_site / "by" / "gpu" / v / "index.html").endswith("?gpu=gb10") for v in noted)
+
+
+@pytest.mark.parametrize("listing, wanted, focused", [("by/gpu/rtx-5090/", "?gpu=rtx-5090", None),
+                                                      ("by/architecture/sm-121/", "?gpu=sm_121", None),
+                                                      ("by/component/vllm/", "?vllm=", "kb-stack-vllm")])
+def test_a_listing_link_opens_the_prefilled_page(live_site, page, listing, wanted, focused):
+    with serve(live_site) as base:
+        page.goto(base + listing)
+        page.locator(".kb-stack-link a").click()
+        page.wait_for_url(base + "stack/" + wanted)
+        page.wait_for_function("typeof kbVerdict === 'object'")
+        if focused:
+            page.wait_for_function("id => document.activeElement && document.activeElement.id === id", arg=focused)
+            assert page.get_attribute("#kb-stack", "data-results") is None
+        else:
+            gpu = wanted.split("=")[1]
+            assert _results(page) == expected(gpu, {})
+            assert page.locator("#kb-stack-gpu").input_value() == gpu
+
+
+def test_the_page_asks_for_nothing_but_the_sites_own_files(live_site, page):
+    """Static files only: every request stays on the site, and the one data file is stack.json."""
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode({"gpu": "gb10", "vllm": _version_of("vllm")}))
+        _results(page)
+    assert asked and all(url.startswith(base) for url in asked), [u for u in asked if not u.startswith(base)]
+    assert [u for u in asked if u.endswith(".json")] == [base + "stack/stack.json"]
