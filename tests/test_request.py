@@ -122,8 +122,8 @@ def test_a_heading_typed_into_the_request_does_not_move_text_between_fields(smal
         page.fill("#kb-triage-issue", edited)
         fields = parse_qs(urlsplit(page.get_attribute("#kb-triage-open", "href")).query)
     assert fields["error-lines"] == ["RuntimeError: the first real failure\n  ### Environment found in the log\nmore"]
-    assert fields["environment"] == ["- GPU: not found in the log"]
-    assert fields["title"] == ["New cell: RuntimeError: the first real failure"]
+    assert fields["environment"] == ["- GPU: " + request.NO_GPU]
+    assert fields["title"] == [request.TITLE_PREFIX + "RuntimeError: the first real failure"]
 
 
 # --- the second pass of kb match reads bounded lines (L7) -------------------------------------
