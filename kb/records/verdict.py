@@ -172,7 +172,7 @@ def decide(cell: dict, facts: dict, specific: bool = True) -> tuple[str, str]:
     - fixed: a package is at or past the cell's fixed_in (or above its whole affected range);
     - unknown: nothing rules it out but the log does not show what would decide (the GPU's sm_
       number, a ranged package's version), which the reason names;
-    - applies: the log shows a GPU the cell covers and every ranged package in range (a package
+    - applies: the log shows a GPU the entry covers and every ranged package in range (a package
       without a range: any version). So a generic line alone never applies without an
       architecture fact, and the reason says when the line is generic.
     """
@@ -182,19 +182,19 @@ def decide(cell: dict, facts: dict, specific: bool = True) -> tuple[str, str]:
     shown = []
     missing = []
     if gpus is None:
-        missing.append(f"the GPU's sm_ number (the cell covers {listed})")
+        missing.append(f"the GPU's sm_ number (the entry covers {listed})")
     else:
         archs = [capability_arch(g.get("compute_capability")) for g in gpus]
         covered = [(g, a) for g, a in zip(gpus, archs) if a in cell["architectures"]]
         if covered:
             g, a = covered[0]
-            shown.append(f"line {g['line']} shows {a}{' (' + g['name'] + ')' if g.get('name') else ''}, which the cell covers")
+            shown.append(f"line {g['line']} shows {a}{' (' + g['name'] + ')' if g.get('name') else ''}, which the entry covers")
         elif None in archs:
-            missing.append(f"the GPU's sm_ number (the cell covers {listed})")
+            missing.append(f"the GPU's sm_ number (the entry covers {listed})")
         else:
             seen = "; ".join(f"line {g['line']} shows {a}{' (' + g['name'] + ')' if g.get('name') else ''}"
                              for g, a in zip(gpus, archs))
-            return "ruled-out", f"{seen}; the cell covers {listed}{generic}"
+            return "ruled-out", f"{seen}; the entry covers {listed}{generic}"
     packages = facts.get("packages", {})
     found: dict[str, list[str]] = {"fixed": [], "not-applicable": [], "affected": []}
     for item in cell["components"]:

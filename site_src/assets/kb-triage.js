@@ -177,19 +177,19 @@
     function at(key) { return lines[key] ? "line " + lines[key] + ": " : ""; }
     function gpuWords(g, a) { return "line " + g.line + " shows " + a + (g.name ? " (" + g.name + ")" : ""); }
     if (facts.gpus === null || facts.gpus === undefined) {
-      missing.push("the GPU's sm_ number (the cell covers " + listed + ")");
+      missing.push("the GPU's sm_ number (the entry covers " + listed + ")");
     } else {
       var archs = facts.gpus.map(function (g) { return capabilityArch(g.compute_capability); });
       var covered = facts.gpus.map(function (g, k) { return [g, archs[k]]; }).filter(function (p) {
         return cell.architectures.indexOf(p[1]) >= 0;
       });
       if (covered.length) {
-        shown.push(gpuWords(covered[0][0], covered[0][1]) + ", which the cell covers");
+        shown.push(gpuWords(covered[0][0], covered[0][1]) + ", which the entry covers");
       } else if (archs.indexOf(null) >= 0) {
-        missing.push("the GPU's sm_ number (the cell covers " + listed + ")");
+        missing.push("the GPU's sm_ number (the entry covers " + listed + ")");
       } else {
         return ["ruled-out", facts.gpus.map(function (g, k) { return gpuWords(g, archs[k]); }).join("; ") +
-                "; the cell covers " + listed + generic];
+                "; the entry covers " + listed + generic];
       }
     }
     var found = { "fixed": [], "not-applicable": [], "affected": [] };
@@ -511,7 +511,7 @@
 
   // One result: what to know first (the failure, its id and status, the verdict, what to do now:
   // kb/site/triage.py's words, made at build time from the records), then the matched lines.
-  function result(hit, first) {
+  function result(hit, only) {
     var site = new URL("..", patternsUrl);
     var about = engineNow.results[hit.entry] || null;
     var li = element("li", "kb-triage__hit");
@@ -544,10 +544,10 @@
       doNow.appendChild(document.createTextNode(")"));
       li.appendChild(doNow);
     }
-    // The log's lines that matched: open under the first result, folded under the others so that
-    // every result's first lines stay together on the first screen.
+    // The log's lines that matched: open under a single result, folded where there are more so
+    // that every result's first lines stay together on the first screen.
     var lines = element("details", "kb-triage__lines");
-    lines.open = first;
+    lines.open = only;
     var shown = hit.lines.slice(0, 5);
     lines.appendChild(element("summary", "", "Matched " + (shown.length === 1 ? "line " : "lines ") +
       shown.join(", ") + " of your log"));
@@ -563,7 +563,7 @@
 
   function render(text, hits) {
     list.textContent = "";
-    hits.forEach(function (hit, i) { list.appendChild(result(hit, i === 0)); });
+    hits.forEach(function (hit) { list.appendChild(result(hit, hits.length === 1)); });
     status.textContent = hits.length ? hits.length + " known failure" + (hits.length === 1 ? "" : "s") +
       " match" + (hits.length === 1 ? "es" : "") + " this log, best first."
       : "No known failure matches this log.";
