@@ -202,3 +202,24 @@ def test_triage_page_words_say_failure_not_cell(live_site):
     page = (live_site / "triage" / "index.html").read_text(encoding="utf-8")
     main = html.unescape(re.sub(r"<[^>]+>", " ", page[page.index("<h1>Triage a log</h1>"):page.index("</form>")]))
     assert not re.search(r"\bcells?\b", main, re.I), re.findall(r".{40}\bcells?\b.{40}", main, re.I)
+
+
+@pytest.mark.parametrize("color_scheme", ["light", "dark"])
+def test_results_and_request_are_readable_in_both_colour_schemes(live_site, browser, color_scheme):
+    """WCAG AA contrast (test_lighthouse_fixes.CONTRAST) of what triage adds to the page: the
+    results with their status badges and links, then the new-failure request with its buttons."""
+    from test_lighthouse_fixes import CONTRAST
+
+    context = browser.new_context(color_scheme=color_scheme)
+    page = context.new_page()
+    low = []
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        for log in [_logs()["three corpus logs in one"], "\n".join(TP2["log"])]:
+            page.fill("#kb-triage-log", log)
+            page.click("#kb-triage-run")
+            page.wait_for_selector("#kb-triage[data-results]")
+            page.mouse.move(0, 0)  # the pointer stays where the button was: no link is measured hovered
+            low += page.evaluate(CONTRAST)
+    context.close()
+    assert low == []
