@@ -162,6 +162,8 @@ def test_try_a_sample_log(live_site, browser, width, height):
         assert page.evaluate("document.activeElement.id") == "kb-triage-results"
         box = page.locator(".kb-triage__do").first.bounding_box()
         assert box and 0 <= box["y"] and box["y"] + box["height"] <= height
+        page.fill("#kb-triage-log", "RuntimeError: my own log")  # no longer the sample: its source goes
+        assert page.locator(".kb-triage__sample-source").is_hidden()
     context.close()
 
 
