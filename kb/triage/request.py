@@ -44,7 +44,9 @@ ERRORISH = r"(error|exception|failed|fatal|xid|assert|traceback|out of memory|il
 # a Python logger's WARNING (or a word like "warn") is not one.
 LIBRARY_WARN = r"\b[A-Z][A-Z0-9_]{1,15} WARN\b"
 # An exception line once its log prefix is gone: a (dotted) Python exception name and a colon.
-EXCEPTION = r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]*(?:Error|Exception|Fault|OutOfResources)[A-Za-z0-9_]*:"
+# Bounded, so a long run of letters costs a constant, not the square of its length.
+EXCEPTION = (r"^(?:[A-Za-z_][A-Za-z0-9_]{0,63}\.){0,8}[A-Za-z0-9_]{0,63}(?:Error|Exception|Fault|OutOfResources)"
+             r"[A-Za-z0-9_]{0,31}:")
 # The start of a traceback (on the raw line, a log prefix before it), and lines that belong to one
 # without saying what failed (once the prefix is gone): never a title.
 TRACEBACK = r"Traceback \(most recent call last\)"
