@@ -111,7 +111,8 @@ def test_triage_builds_the_same_new_cell_request_as_kb_match(site_with_repo, pag
     assert fields["template"] == ["new-cell.yml"]
     assert fields["error-lines"] == ["RuntimeError: odd failure at {hex} in {path} for {size}, pid={pid}\n"
                                      "RuntimeError: something nobody has seen before"]
-    assert fields["title"] == ["New cell: RuntimeError: odd failure at {hex} in {path} for {size}, pid={pid}"]
+    # The last exception line (no traceback in this log): request.title_rank, tests/vectors/request.json.
+    assert fields["title"] == ["New failure: RuntimeError: something nobody has seen before"]
     assert fields["environment"] == ["- GPU: NVIDIA RTX PRO 6000 Blackwell\n- torch: 2.9.1\n- vllm: 0.29.1"]
     assert fields["what-you-ran"] == ["vllm serve my-model"]
     form = (ROOT / ".github" / "ISSUE_TEMPLATE" / "new-cell.yml").read_text(encoding="utf-8")

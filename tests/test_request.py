@@ -1,6 +1,7 @@
-"""The new-cell request (attack review 2026-12-04, L4): secrets are written {secret}, a harmless
-DEBUG/INFO/WARNING line never names the issue, and a log line cannot start a section of the
-request or end its code block. kb/triage/request.py and the triage page (kb-triage.js) give the
+"""The new-failure request (attack review 2026-12-04, L4; UX review S2-9): secrets are written
+{secret}, the title is the error line that says most (request.title_rank; a harmless
+DEBUG/INFO/WARNING line never names the issue), a library's WARN line is kept, line numbers are
+masked, and a log line cannot start a section of the request or end its code block. kb/triage/request.py and the triage page (kb-triage.js) give the
 same request for the same log: tests/vectors/request.json, run here in Python and in Chromium."""
 
 from __future__ import annotations
@@ -109,6 +110,33 @@ def test_the_triage_page_makes_the_same_request_in_chromium(small_site, page):
             page.evaluate("document.getElementById('kb-triage').removeAttribute('data-results')")
 
 
+def test_with_an_issue_tracker_the_link_is_titled_with_the_error_line_and_copy_is_offered(small_site, browser):
+    """The review's TP=2 log: the title is its RuntimeError line, not vLLM's P2P WARNING, in the
+    issue link and the title box; Copy the request works here too."""
+    vector = next(v for v in VECTORS if "TP=2" in v["name"])
+    made = request.new_cell(vector["log"])
+    context = browser.new_context()
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    with serve(small_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", "\n".join(vector["log"]))
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results='[]']")
+        assert page.input_value("#kb-triage-title") == vector["title"] == made.title
+        assert "Custom allreduce" not in made.title and "NCCL WARN" in made.text
+        fields = parse_qs(urlsplit(page.get_attribute("#kb-triage-open", "href")).query)
+        assert fields["title"] == [vector["title"]]
+        page.click("#kb-triage-copy")
+        page.wait_for_function("document.querySelector('.kb-triage__copied').textContent !== ''")
+        assert page.evaluate("navigator.clipboard.readText()") == made.title + "\n\n" + made.text
+        # The reader's own title goes into the link.
+        page.fill("#kb-triage-title", "New failure: NCCL fails on two RTX 5090s")
+        fields = parse_qs(urlsplit(page.get_attribute("#kb-triage-open", "href")).query)
+        assert fields["title"] == ["New failure: NCCL fails on two RTX 5090s"]
+    context.close()
+
+
 def test_a_heading_typed_into_the_request_does_not_move_text_between_fields(small_site, page):
     """The reader's own edit: a `### Environment ...` line inside the error lines' block is no section."""
     with serve(small_site) as base:
@@ -122,8 +150,8 @@ def test_a_heading_typed_into_the_request_does_not_move_text_between_fields(smal
         page.fill("#kb-triage-issue", edited)
         fields = parse_qs(urlsplit(page.get_attribute("#kb-triage-open", "href")).query)
     assert fields["error-lines"] == ["RuntimeError: the first real failure\n  ### Environment found in the log\nmore"]
-    assert fields["environment"] == ["- GPU: not found in the log"]
-    assert fields["title"] == ["New cell: RuntimeError: the first real failure"]
+    assert fields["environment"] == ["- GPU: " + request.NO_GPU]
+    assert fields["title"] == [request.TITLE_PREFIX + "RuntimeError: the first real failure"]
 
 
 # --- the second pass of kb match reads bounded lines (L7) -------------------------------------

@@ -62,12 +62,12 @@ def test_kb_match_names_the_line_that_rules_a_cell_out():
     """A V100 log printing a generic line: the cell stays listed, ruled out by the log's SM_700."""
     hits = json.loads(_kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--json"))
     assert hits and all(h["verdict"] == "ruled-out" for h in hits)
-    assert hits[0]["why"].startswith("line 1 shows sm_70; the cell covers sm_120")
+    assert hits[0]["why"].startswith("line 1 shows sm_70; the entry covers sm_120")
     assert hits[0]["generic_only"] is True
     text = _kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--site-url", "https://kb.example/")
     assert "] ruled-out, score " in text.splitlines()[0]
     assert f"   https://kb.example/{hits[0]['url']}" in text
-    assert "   Text matches, ruled out: line 1 shows sm_70; the cell covers sm_120" in text
+    assert "   Text matches, ruled out: line 1 shows sm_70; the entry covers sm_120" in text
 
 
 def test_triage_page_decides_the_vectors_as_python_does(live_site, page):

@@ -179,7 +179,7 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
     - fixed: a package is at or past the cell's fixed_in (or above its whole affected range);
     - unknown: nothing rules it out but the log does not show what would decide (the GPU's sm_
       number, a ranged package's version), which the reason names;
-    - applies: the log shows a GPU the cell covers and every ranged package in range (a package
+    - applies: the log shows a GPU the entry covers and every ranged package in range (a package
       without a range: any version). So a generic line alone never applies without an
       architecture fact, and the reason says when the line is generic.
     """
@@ -194,16 +194,16 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
         return f"{where} {a}{' (' + g['name'] + ')' if g.get('name') else ''}"
 
     if gpus is None:
-        missing.append(f"the GPU's sm_ number (the cell covers {listed})")
+        missing.append(f"the GPU's sm_ number (the entry covers {listed})")
     else:
         archs = [capability_arch(g.get("compute_capability")) for g in gpus]
         covered = [(g, a) for g, a in zip(gpus, archs) if a in cell["architectures"]]
         if covered:
-            shown.append(f"{seen(*covered[0])}, which the cell covers")
+            shown.append(f"{seen(*covered[0])}, which the entry covers")
         elif None in archs:
-            missing.append(f"the GPU's sm_ number (the cell covers {listed})")
+            missing.append(f"the GPU's sm_ number (the entry covers {listed})")
         else:
-            return "ruled-out", f"{'; '.join(seen(g, a) for g, a in zip(gpus, archs))}; the cell covers {listed}{generic}"
+            return "ruled-out", f"{'; '.join(seen(g, a) for g, a in zip(gpus, archs))}; the entry covers {listed}{generic}"
     packages = facts.get("packages", {})
     found: dict[str, list[str]] = {"fixed": [], "not-applicable": [], "affected": []}
     for item in cell["components"]:

@@ -16,7 +16,7 @@ from kb.cache import code_fingerprint, for_folders, fingerprint
 from kb.records import ids, lint
 from kb.records import redirects as redirects_file
 from kb.records.catalog import Site
-from kb.site import export, search, stack, urls
+from kb.site import export, search, stack, triage, urls
 from kb.site.page import Page
 from kb.site.pages import Renderer
 from kb.triage import evidence, match, request
@@ -88,7 +88,8 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
     files = export.files(site, site_url, _facts_schema(), per_cell)
     files["triage/patterns.json"] = json.dumps(
         match.export(match.rules(result.cells, cache)) | {"request": request.export(),
-                                                          "evidence": evidence.export(evidence.rules(result.cells))},
+                                                          "evidence": evidence.export(evidence.rules(result.cells)),
+                                                          "results": triage.results(site)},
         separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
     files[stack.DATA] = stack.data(site)
     files.update(_cached(cache, ["literals", *_searched(site)], lambda: search.literal_files(site)))

@@ -196,7 +196,7 @@ class Renderer:
                                  paging=paging, stack_link=my_stack.link(facet, value, name)), "index")
 
     def triage(self) -> Page:
-        return Page("triage/", "Triage a log", "Paste a whole log and get the cells that match it; "
+        return Page("triage/", "Triage a log", "Paste a whole log and get the known failures that match it; "
                     "matching runs in your browser and nothing is uploaded.",
                     self._render("triage.html", "triage/"), "index")
 

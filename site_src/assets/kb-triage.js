@@ -86,6 +86,13 @@
   var list = form.querySelector(".kb-triage__results");
   var fresh = form.querySelector(".kb-triage__new");
   var issue = document.getElementById("kb-triage-issue");
+  var titleBox = document.getElementById("kb-triage-title");
+  var heading = document.getElementById("kb-triage-results");
+  var copy = document.getElementById("kb-triage-copy");
+  var copied = form.querySelector(".kb-triage__copied");
+  var sample = document.getElementById("kb-triage-sample");
+  var sampleSource = form.querySelector(".kb-triage__sample-source");
+  var searchButton = document.getElementById("kb-triage-search");
   var patternsUrl = new URL(form.getAttribute("data-patterns"), document.baseURI).href;
   var engine = null, engineNow = null;
   var open = document.getElementById("kb-triage-open");
@@ -108,7 +115,7 @@
         });
         return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window,
                  passes: data.passes, request: compileRequest(data.request), evidence: data.evidence || [],
-                 cells: data.cells, logfacts: data.logfacts, verdicts: data.verdicts };
+                 cells: data.cells, logfacts: data.logfacts, verdicts: data.verdicts, results: data.results || {} };
       });
     }
     return engine;
@@ -238,14 +245,18 @@
     });
   }
 
-  // The new-cell request: the same rules and text as `kb match` (kb/triage/request.py), exported in
-  // patterns.json: secrets written {secret} first, the last error-looking lines without their log
-  // prefixes, varying parts as the pattern grammar's placeholders, the GPU and versions named;
-  // nothing else of the log. The title is the first error line that is no DEBUG, INFO or WARNING line.
+  // The new-failure request: the same rules and text as `kb match` (kb/triage/request.py), exported in
+  // patterns.json: secrets written {secret} first, the last error-looking lines (a library's WARN
+  // line among them) without their log prefixes, varying parts as the pattern grammar's
+  // placeholders, the GPU and versions named; nothing else of the log. The title is the line
+  // titleRank puts highest: the last of that rank before the first traceback, else the first after it.
   function compileRequest(r) {
     return {
       maxLines: r.max_lines, maxChars: r.max_line_chars, margin: r.secret_margin, untitled: r.untitled,
-      errorish: new RegExp(r.errorish, "i"), gpu: new RegExp(r.gpu, "g"), version: new RegExp(r.version, "gi"),
+      prefix: r.title_prefix, noGpu: r.no_gpu,
+      errorish: new RegExp(r.errorish, "i"), library: new RegExp(r.library_warn), exception: new RegExp(r.exception),
+      traceback: new RegExp(r.traceback), notTitle: new RegExp(r.not_title),
+      gpu: new RegExp(r.gpu, "g"), version: new RegExp(r.version, "gi"),
       level: new RegExp(r.level), harmless: r.harmless_levels,
       secrets: r.secrets.map(function (p) {
         var regex = new RegExp(p.pattern, p.ignore_case ? "gi" : "g");
@@ -265,7 +276,16 @@
 
   function harmless(q, raw) {
     var found = q.level.exec(raw);
-    return !!found && q.harmless.indexOf(found[1]) >= 0;
+    return !!found && q.harmless.indexOf(found[1]) >= 0 && !q.library.test(raw);
+  }
+
+  function errorish(q, raw) { return q.errorish.test(raw) || q.library.test(raw); }
+
+  // request.title_rank: 3 an exception line, 2 a library's warning, 1 another error line, 0 never a title.
+  function titleRank(q, raw, line) {
+    if (harmless(q, raw) || q.notTitle.test(line)) return 0;
+    if (q.exception.test(line)) return 3;
+    return q.library.test(raw) ? 2 : 1;
   }
 
   function errorLine(q, line) {
@@ -277,18 +297,21 @@
   }
 
   function newCell(q, text) {
-    var lines = [], names = {}, gpus = {}, versions = {}, m;
+    var lines = [], gpus = {}, versions = {}, before = {}, after = {}, seenTraceback = false, m;
     text.split("\n").forEach(function (raw) {
       raw = raw.replace(/\r$/, "").slice(0, q.maxChars * 4);
-      if (q.errorish.test(raw)) {
+      if (errorish(q, raw)) {
         var line = errorLine(q, raw);
         if (line) {
           var at = lines.indexOf(line);
           if (at >= 0) lines.splice(at, 1);
           lines.push(line);
-          names[line] = !harmless(q, raw);
           if (lines.length > q.maxLines) lines.shift();
+          var rank = titleRank(q, raw, line);
+          if (rank && !seenTraceback) before[rank] = line;
+          else if (rank && !(rank in after)) after[rank] = line;
         }
+        seenTraceback = seenTraceback || q.traceback.test(raw);
       }
       (raw.match(q.gpu) || []).forEach(function (g) { gpus[g.replace(/ +$/, "")] = true; });
       q.version.lastIndex = 0;
@@ -300,11 +323,12 @@
       "a password, token, key or e-mail address as {secret}. Nothing else of the log is included.", "",
       "```text"].concat(lines.length ? lines : ["(no error-looking line found)"]);
     out.push("```", "", "### Environment found in the log", "",
-             "- GPU: " + (Object.keys(gpus).sort().join(", ") || "not found in the log"));
+             "- GPU: " + (Object.keys(gpus).sort().join(", ") || q.noGpu));
     Object.keys(versions).sort().forEach(function (k) { out.push("- " + k + ": " + versions[k]); });
     out.push("", "### What you were running", "", "(command line, model, flags)", "");
-    var title = lines.filter(function (line) { return names[line]; })[0] || q.untitled;
-    return { title: "New cell: " + title.slice(0, 200), text: out.join("\n") };
+    var best = Math.max.apply(null, [0].concat(Object.keys(before), Object.keys(after)).map(Number));
+    var title = before[best] || after[best] || q.untitled;
+    return { title: q.prefix + title.slice(0, 200), text: out.join("\n") };
   }
 
   // The request's sections, by their headings alone on a line, each heading taken once and in
@@ -334,47 +358,90 @@
     return base + "?" + params.toString();
   }
 
+  function element(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // One result: what to know first (the failure, its id and status, the verdict, what to do now:
+  // kb/site/triage.py's words, made at build time from the records), then the matched lines.
+  function result(hit, only) {
+    var site = new URL("..", patternsUrl);
+    var about = engineNow.results[hit.entry] || null;
+    var li = element("li", "kb-triage__hit");
+    var title = element("h3", "kb-triage__title");
+    var a = element("a", "kb-triage__link", hit.title);
+    a.href = new URL(hit.url, site).pathname;
+    title.appendChild(a);
+    li.appendChild(title);
+    if (about) {
+      var meta = element("p", "kb-triage__meta");
+      var id = element("a", "kb-id", about.citable_id);
+      id.href = new URL(about.id_url, site).pathname;
+      meta.appendChild(id);
+      meta.appendChild(document.createTextNode(" "));
+      meta.appendChild(element("span", "kb-status kb-status--" + about.status, about.status_words));
+      li.appendChild(meta);
+    }
+    var verdict = element("p", "kb-triage__verdict kb-triage__verdict--" + hit.verdict);
+    verdict.appendChild(element("strong", "", engineNow.verdicts[hit.verdict]));
+    verdict.appendChild(document.createTextNode(": " + hit.why));
+    li.appendChild(verdict);
+    if (about) {
+      var doNow = element("p", "kb-triage__do");
+      doNow.appendChild(element("strong", "", "Do now: "));
+      doNow.appendChild(element("span", "kb-triage__do-text", about.do_now));
+      doNow.appendChild(document.createTextNode(" ("));
+      var more = element("a", "", "details and sources");
+      more.href = new URL(hit.url, site).pathname + "#fix";
+      doNow.appendChild(more);
+      doNow.appendChild(document.createTextNode(")"));
+      li.appendChild(doNow);
+    }
+    // The log's lines that matched: open under a single result, folded where there are more so
+    // that every result's first lines stay together on the first screen.
+    var lines = element("details", "kb-triage__lines");
+    lines.open = only;
+    var shown = hit.lines.slice(0, 5);
+    lines.appendChild(element("summary", "", "Matched " + (shown.length === 1 ? "line " : "lines ") +
+      shown.join(", ") + " of your log"));
+    shown.forEach(function (n) {
+      var p = element("pre");
+      p.appendChild(document.createTextNode("line " + n + ": "));
+      p.appendChild(element("mark", "", hit.texts[n]));
+      lines.appendChild(p);
+    });
+    li.appendChild(lines);
+    return li;
+  }
+
   function render(text, hits) {
     list.textContent = "";
-    hits.forEach(function (hit) {
-      var li = document.createElement("li");
-      var a = document.createElement("a");
-      a.className = "kb-triage__link";
-      a.href = new URL(hit.url, new URL("..", patternsUrl)).pathname;
-      a.textContent = hit.title;
-      li.appendChild(a);
-      var meta = document.createElement("span");
-      meta.className = "kb-triage__score";
-      meta.textContent = " score " + hit.score + ", signature: " + hit.signature;
-      li.appendChild(meta);
-      var verdict = document.createElement("p");
-      verdict.className = "kb-triage__verdict kb-triage__verdict--" + hit.verdict;
-      var word = document.createElement("strong");
-      word.textContent = engineNow.verdicts[hit.verdict];
-      verdict.appendChild(word);
-      verdict.appendChild(document.createTextNode(": " + hit.why));
-      li.appendChild(verdict);
-      hit.lines.slice(0, 5).forEach(function (n) {
-        var p = document.createElement("pre");
-        var mark = document.createElement("mark");
-        mark.textContent = hit.texts[n];
-        p.appendChild(document.createTextNode("line " + n + ": "));
-        p.appendChild(mark);
-        li.appendChild(p);
-      });
-      list.appendChild(li);
-    });
-    status.textContent = hits.length ? hits.length + " matching cell" + (hits.length === 1 ? "" : "s")
-      : "No cell matches this log.";
+    hits.forEach(function (hit) { list.appendChild(result(hit, hits.length === 1)); });
+    status.textContent = hits.length ? hits.length + " known failure" + (hits.length === 1 ? "" : "s") +
+      " match" + (hits.length === 1 ? "es" : "") + " this log, best first."
+      : "No known failure matches this log.";
     fresh.hidden = hits.length > 0;
     var request = hits.length ? { title: "", text: "" } : newCell(engineNow.request, text);
     issue.value = request.text;
-    issue.setAttribute("data-title", request.title);
-    if (open) open.href = hits.length ? "#" : issueUrl(open.getAttribute("data-base"), request.title, issue.value);
+    titleBox.value = request.title;
+    link();
+    copied.textContent = "";
     form.setAttribute("data-results", JSON.stringify(hits.map(function (h) {
       return { entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url,
                verdict: h.verdict, why: h.why, generic_only: !h.specific };
     })));
+    // The answer is below the box the reader just used: take them there.
+    heading.hidden = false;
+    heading.scrollIntoView({ block: "start" });
+    heading.focus({ preventScroll: true });
+  }
+
+  // The issue link follows the title and text as the reader leaves them.
+  function link() {
+    if (open) open.href = fresh.hidden ? "#" : issueUrl(open.getAttribute("data-base"), titleBox.value, issue.value);
   }
 
   function run(text) {
@@ -386,9 +453,40 @@
   }
 
   form.addEventListener("submit", function (event) { event.preventDefault(); run(log.value); });
+  log.addEventListener("input", function () { sampleSource.hidden = true; });
   // The reader edits the request before it leaves the page: the link follows the text.
-  issue.addEventListener("input", function () {
-    if (open) open.href = issueUrl(open.getAttribute("data-base"), issue.getAttribute("data-title") || "", issue.value);
+  issue.addEventListener("input", link);
+  titleBox.addEventListener("input", link);
+  // Without an issue tracker (a local preview, a fork) the request is copied, title then text.
+  copy.addEventListener("click", function () {
+    var both = titleBox.value + "\n\n" + issue.value;
+    navigator.clipboard.writeText(both).then(function () {
+      copied.textContent = "Copied the title and text: paste them into a new issue.";
+    }, function () {
+      issue.focus();
+      issue.select();
+      copied.textContent = "The browser did not allow copying: the text is selected, copy it with Ctrl+C.";
+    });
+  });
+  searchButton.addEventListener("click", function () {
+    var box = document.getElementById("kb-search-input");
+    if (!box) return;
+    var q = engineNow.request, words = titleBox.value;
+    if (words.indexOf(q.prefix) === 0) words = words.slice(q.prefix.length);
+    box.value = words === q.untitled ? "" : words;
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+    box.focus();
+  });
+  sample.addEventListener("click", function () {
+    status.textContent = "Loading the sample\u2026";
+    fetch(new URL(sample.getAttribute("data-log"), document.baseURI).href).then(function (r) {
+      if (!r.ok) throw new Error("the sample log: HTTP " + r.status);
+      return r.text();
+    }).then(function (text) {
+      log.value = text;
+      sampleSource.hidden = false;
+      run(text);
+    }).catch(function (error) { status.textContent = "The sample is unavailable: " + error; });
   });
   file.addEventListener("change", function () {
     if (file.files[0]) file.files[0].text().then(function (text) { log.value = text; run(text); });

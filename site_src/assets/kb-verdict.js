@@ -107,19 +107,19 @@
       return (g.line ? "line " + g.line + " shows " : subject + " has ") + a + (g.name ? " (" + g.name + ")" : "");
     }
     if (facts.gpus === null || facts.gpus === undefined) {
-      missing.push("the GPU's sm_ number (the cell covers " + listed + ")");
+      missing.push("the GPU's sm_ number (the entry covers " + listed + ")");
     } else {
       var archs = facts.gpus.map(function (g) { return capabilityArch(g.compute_capability); });
       var covered = facts.gpus.map(function (g, k) { return [g, archs[k]]; }).filter(function (p) {
         return cell.architectures.indexOf(p[1]) >= 0;
       });
       if (covered.length) {
-        shown.push(gpuWords(covered[0][0], covered[0][1]) + ", which the cell covers");
+        shown.push(gpuWords(covered[0][0], covered[0][1]) + ", which the entry covers");
       } else if (archs.indexOf(null) >= 0) {
-        missing.push("the GPU's sm_ number (the cell covers " + listed + ")");
+        missing.push("the GPU's sm_ number (the entry covers " + listed + ")");
       } else {
         return ["ruled-out", facts.gpus.map(function (g, k) { return gpuWords(g, archs[k]); }).join("; ") +
-                "; the cell covers " + listed + generic];
+                "; the entry covers " + listed + generic];
       }
     }
     var found = { "fixed": [], "not-applicable": [], "affected": [] };

@@ -1,0 +1,228 @@
+"""The triage page's answer (issue 24, item 6; UX review S2-9), in Chromium at 1366x900 and 390x844:
+each matched failure shows its title (linked to its page), citable id, status in words, verdict
+and the card's "Do now" line on the first screen, focus moves to the results heading, a sample
+log from the corpus can be tried; a log no entry matches gets a new-failure request titled with
+its error line, which a build without an issue tracker offers to copy.
+
+What the page shows is compared with what the Python side computes from the records: `kb match
+--json` (verdict, why, citable id), the records' status and kb.site.triage.do_now_text, itself
+checked against the "Do now" row of every cell page's card."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from browser import serve
+from conftest import ROOT, checked_site
+from kb.records import facets, verdict
+from kb.site import triage
+from kb.triage import request
+
+VIEWPORTS = [(1366, 900), (390, 844)]
+LOGS = ROOT / "tests" / "corpus" / "logs"
+CORPUS = yaml.safe_load((ROOT / "tests" / "corpus" / "expected.yaml").read_text(encoding="utf-8"))["logs"]
+SAMPLE = ROOT / "site_src" / "assets" / "triage-sample.log"
+KB = Path(sys.executable).parent / "kb"
+# Logs that give one match each (046, 039, 043: positives of the corpus), and all three pasted as
+# one log, which gives three results.
+ONE = ["046-flashinfer-cudnn-fp8-err-715-gb10.log", "039-sglang-fused-moe-smem-147456-gb10.log",
+       "043-cute-dsl-tcgen05-operror-gb10.log"]
+REQUESTS = {v["name"]: v for v in json.loads((ROOT / "tests" / "vectors" / "request.json").read_text(encoding="utf-8"))["vectors"]}
+TP2 = REQUESTS["the review's TP=2 log (UX review S2-9, test 2): the exception line, not the P2P warning"]
+
+
+@pytest.fixture(scope="module")
+def cells():
+    return checked_site(ROOT / "kb" / "entries")
+
+
+def _kb_match(log: str) -> list[dict]:
+    done = subprocess.run([str(KB), "match", "--json", "-"], input=log, capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def _logs() -> dict[str, str]:
+    texts = [(LOGS / name).read_text(encoding="utf-8") for name in ONE]
+    return {ONE[0]: texts[0], "three corpus logs in one": "\n".join(texts)}
+
+
+def _card_fix_text(page_html: str) -> str:
+    found = re.search(r'<dd class="kb-card__fix">(.*?)</dd>', page_html, re.S)
+    assert found, "no Do now row on the page"
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", found.group(1))).split())
+
+
+def test_do_now_text_is_what_every_cards_do_now_row_says(live_site, cells):
+    """The words the triage page shows are the card's own, for every cell (the card goes on with
+    the source, the date and how many more remedies there are)."""
+    differ = []
+    for cell in cells.cells:
+        card = _card_fix_text((live_site / cells.url(cell) / "index.html").read_text(encoding="utf-8"))
+        words = triage.do_now_text(cell.entry)
+        if not card.startswith(words) or card[len(words):len(words) + 1] not in (",", " ", "."):
+            differ.append(f"{cell.id}: card {card!r} vs {words!r}")
+    assert differ == []
+
+
+def test_patterns_json_carries_each_failures_id_status_and_do_now(live_site, cells):
+    data = json.loads((live_site / "triage" / "patterns.json").read_text(encoding="utf-8"))
+    assert sorted(data["results"]) == sorted(c.id for c in cells.cells)
+    for cell in cells.cells:
+        shown = data["results"][cell.id]
+        assert shown["status_words"] == facets.STATUS_NAMES[cell.entry.status.state]
+        assert shown["do_now"] == triage.do_now_text(cell.entry)
+        assert shown["id_url"] == f"id/{shown['citable_id']}/"
+
+
+def _results(page) -> list[dict]:
+    return page.evaluate("""() => [...document.querySelectorAll('.kb-triage__hit')].map(li => ({
+      title: li.querySelector('.kb-triage__link').textContent,
+      href: li.querySelector('.kb-triage__link').getAttribute('href'),
+      id: li.querySelector('.kb-id').textContent,
+      status: li.querySelector('.kb-status').textContent,
+      verdict: li.querySelector('.kb-triage__verdict').textContent,
+      do_now: li.querySelector('.kb-triage__do-text').textContent,
+      text: li.textContent,
+      boxes: ['.kb-triage__link', '.kb-id', '.kb-status', '.kb-triage__verdict', '.kb-triage__do'].map(s => {
+        const b = li.querySelector(s).getBoundingClientRect(); return [s, b.top, b.bottom, b.width]; })}))""")
+
+
+@pytest.mark.parametrize("width, height", VIEWPORTS)
+def test_each_result_answers_on_the_first_screen(live_site, cells, browser, width, height):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        for name, log in _logs().items():
+            expected = _kb_match(log)
+            assert expected, name
+            page.fill("#kb-triage-log", log)
+            page.click("#kb-triage-run")
+            page.wait_for_selector("#kb-triage[data-results]")
+            shown = _results(page)
+            assert len(shown) == len(expected), name
+            # Focus on the results heading, which is scrolled into view (below Material's header).
+            assert page.evaluate("document.activeElement.id") == "kb-triage-results"
+            header = page.evaluate("document.querySelector('.md-header').getBoundingClientRect().bottom")
+            top = page.evaluate("document.getElementById('kb-triage-results').getBoundingClientRect().top")
+            assert header <= top < height, (name, header, top)
+            # Every result on a laptop's screen; on a phone, three results with titles of 20 to 40
+            # words take more than one screen: there the first one is whole on it.
+            on_screen = len(shown) if width >= 1000 else 1
+            for k, (hit, got) in enumerate(zip(expected, shown)):
+                entry = cells.by_id[hit["entry"]].entry
+                assert got["title"] == entry.title
+                assert got["href"] == "/" + hit["url"]
+                assert got["id"] == hit["citable_id"]
+                assert got["status"] == facets.STATUS_NAMES[entry.status.state]
+                assert got["verdict"] == f"{verdict.MATCH_TITLES[hit['verdict']]}: {hit['why']}"
+                assert got["do_now"] == triage.do_now_text(entry)
+                assert not re.search(r"\bscore\b", got["text"]), "a bare score is shown"
+                outside = [(s, t, b) for s, t, b, w in got["boxes"] if t < header or b > height or w == 0]
+                if k >= on_screen:
+                    continue
+                assert outside == [], f"{name} at {width}x{height}: {hit['entry']} outside the first screen: {outside}"
+            status = page.inner_text(".kb-triage__status")
+            assert "cell" not in status.lower() and "failure" in status
+    context.close()
+
+
+def test_the_sample_is_a_positive_corpus_log_and_names_its_source():
+    name = next(n for n in CORPUS if (LOGS / n).read_bytes() == SAMPLE.read_bytes())
+    assert CORPUS[name]["kind"] == "positive"
+    template = (ROOT / "templates" / "pages" / "triage.html").read_text(encoding="utf-8")
+    assert f'<a href="{CORPUS[name]["url"]}">{CORPUS[name]["url"]}</a>' in template
+
+
+@pytest.mark.parametrize("width, height", VIEWPORTS)
+def test_try_a_sample_log(live_site, browser, width, height):
+    name = next(n for n in CORPUS if (LOGS / n).read_bytes() == SAMPLE.read_bytes())
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        assert page.locator(".kb-triage__sample-source").is_hidden()
+        page.click("#kb-triage-sample")
+        page.wait_for_selector("#kb-triage[data-results]")
+        assert page.input_value("#kb-triage-log") == SAMPLE.read_text(encoding="utf-8")
+        source = page.locator(".kb-triage__sample-source a")
+        assert source.is_visible() and source.get_attribute("href") == CORPUS[name]["url"]
+        shown = json.loads(page.get_attribute("#kb-triage", "data-results"))
+        assert shown[0]["entry"] == CORPUS[name]["expected"]
+        assert page.evaluate("document.activeElement.id") == "kb-triage-results"
+        box = page.locator(".kb-triage__do").first.bounding_box()
+        assert box and 0 <= box["y"] and box["y"] + box["height"] <= height
+        page.fill("#kb-triage-log", "RuntimeError: my own log")  # no longer the sample: its source goes
+        assert page.locator(".kb-triage__sample-source").is_hidden()
+    context.close()
+
+
+def test_no_match_without_an_issue_tracker_copies_a_request_titled_with_the_error_line(live_site, browser):
+    """The live site is built without a repository URL (a local preview, a fork)."""
+    made = request.new_cell(TP2["log"])
+    context = browser.new_context()
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", "\n".join(TP2["log"]))
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results='[]']")
+        assert page.inner_text(".kb-triage__status") == "No known failure matches this log."
+        assert page.evaluate("document.activeElement.id") == "kb-triage-results"
+        assert page.input_value("#kb-triage-title") == TP2["title"] == made.title
+        assert page.input_value("#kb-triage-issue") == made.text
+        assert page.locator("#kb-triage-open").count() == 0
+        new = page.inner_text(".kb-triage__new")
+        assert "no issue tracker" in new and "Copy" in new and " cell" not in new.lower()
+        page.click("#kb-triage-copy")
+        page.wait_for_function("document.querySelector('.kb-triage__copied').textContent !== ''")
+        assert page.evaluate("navigator.clipboard.readText()") == made.title + "\n\n" + made.text
+        # What the reader edits is what is copied.
+        page.fill("#kb-triage-title", "New failure: my own words")
+        page.click("#kb-triage-copy")
+        page.wait_for_function("navigator.clipboard.readText().then(t => t.startsWith('New failure: my own words'))")
+        # "Search the index" puts the error line into the search box.
+        page.fill("#kb-triage-title", TP2["title"])
+        page.click("#kb-triage-search")
+        assert page.input_value("#kb-search-input") == TP2["title"].removeprefix(request.TITLE_PREFIX)
+    context.close()
+
+
+def test_triage_page_words_say_failure_not_cell(live_site):
+    """The page's own text (the site's navigation and feed title are other pages' business)."""
+    page = (live_site / "triage" / "index.html").read_text(encoding="utf-8")
+    main = html.unescape(re.sub(r"<[^>]+>", " ", page[page.index("<h1>Triage a log</h1>"):page.index("</form>")]))
+    assert not re.search(r"\bcells?\b", main, re.I), re.findall(r".{40}\bcells?\b.{40}", main, re.I)
+
+
+@pytest.mark.parametrize("color_scheme", ["light", "dark"])
+def test_results_and_request_are_readable_in_both_colour_schemes(live_site, browser, color_scheme):
+    """WCAG AA contrast (test_lighthouse_fixes.CONTRAST) of what triage adds to the page: the
+    results with their status badges and links, then the new-failure request with its buttons."""
+    from test_lighthouse_fixes import CONTRAST
+
+    context = browser.new_context(color_scheme=color_scheme)
+    page = context.new_page()
+    low = []
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        for log in [_logs()["three corpus logs in one"], "\n".join(TP2["log"])]:
+            page.fill("#kb-triage-log", log)
+            # From the keyboard: a pointer left on the button would hover the link scrolled under it.
+            page.focus("#kb-triage-run")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#kb-triage[data-results]")
+            low += page.evaluate(CONTRAST)
+    context.close()
+    assert low == []
