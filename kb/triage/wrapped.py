@@ -1,0 +1,134 @@
+"""Messages wrapped over consecutive lines: when two or three lines are read as one for a rule.
+
+A terminal, an editor or GitHub breaks a long message over lines, inside a word at a fixed width
+or at a space; a quoted paste repeats `> ` on every line, and vLLM repeats its log prefix on every
+line of a message that holds a line end. `kb match` (kb.triage.match) and the triage page
+(kb-triage.js, from the data `export` gives) find a rule in lines a..b (two or three) when:
+
+1. every one of them is at most LONG characters (a wrapped line is as wide as a terminal);
+2. each line after the first continues the first: its body, what is left once its Markdown
+   quote markers and log prefix (kb.records.normalise.PREFIXES) are taken off, is not empty and
+   opens no code fence; its quote markers are the first line's, and its log prefix is none or the
+   first line's (a new log record starts with its own);
+3. each word the scan may look for the rule by (its anchor and up to two others, kb.triage.match
+   `_options`) is whole in one of the lines, in ASCII lower case, and no one line holds all the
+   rule's words (such a line shows the rule on its own, or not at all);
+4. of three lines, neither pair of consecutive lines already shows the rule this way;
+5. the rule's pattern matches the normalised text of the lines' bodies joined, each break by
+   nothing (a word broken at the margin) or by a space (a break at a space): any of the ways.
+
+The lines are reported together. Only lines around those that hold a word the scan looks for
+are ever joined, so a log costs what it did; the price is rule 3: a break inside one of those few
+words (a terminal breaks at a fixed width) is not read as a wrap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import product
+
+from kb.records import normalise
+
+LINES = 3  # at most this many lines are read as one
+LONG = 4096  # characters: a longer line is no wrapped line
+FENCE = "```"
+_ANSI = re.compile(next(pattern for name, pattern, _ in normalise.RULES if name == "ansi colour codes"))
+_PREFIXES = [re.compile(pattern) for name, pattern, _ in normalise.RULES if name in normalise.PREFIXES]
+_QUOTE = _PREFIXES[0]  # normalise.PREFIXES names the quote markers first
+_BLANKS = re.compile(r"[ \t]+")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def split(line: str) -> tuple[str, str, str]:
+    """(quote, prefix, body) of a line, lower-cased: the Markdown quote markers at its start, the
+    log prefixes after them (each without blanks, so `> ` and `>` are one marker) and the rest,
+    trimmed of spaces and tabs. ANSI colour codes go first, as the normaliser removes them."""
+    text = _ANSI.sub("", line.lower())
+    found = _QUOTE.match(text)
+    quote = _BLANKS.sub("", found.group(0)) if found else ""
+    text = text[found.end():] if found else text
+    rest = text
+    while True:
+        before = rest
+        for rule in _PREFIXES:
+            found = rule.match(rest)
+            if found:
+                rest = rest[found.end():]
+        rest = rest.lstrip(" \t")
+        if rest == before:
+            break
+    return quote, _BLANKS.sub("", text[:len(text) - len(rest)]), rest.rstrip(" \t")
+
+
+def joins(bodies: list[str]) -> list[str]:
+    """The texts of lines read as one: each break joined by nothing or by a space."""
+    return [bodies[0] + "".join(sep + body for sep, body in zip(seps, bodies[1:]))
+            for seps in product(("", " "), repeat=len(bodies) - 1)]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What the rules above ask of a rule: `key` tells rules apart; `options`, the words the scan
+    may look for it by; `words`, all its words; `regex`, its pattern over a normalised line."""
+    key: int
+    options: tuple[str, ...]
+    words: tuple[str, ...]
+    regex: re.Pattern
+
+
+class Lines:
+    """A few consecutive lines, by index (None: unknown, or part of a line cut into pieces), with
+    what the rules above ask of them worked out once."""
+
+    def __init__(self, texts: list[str | None]):
+        self.texts = texts
+        self._ascii: dict[int, str] = {}
+        self._split: dict[int, tuple[str, str]] = {}
+        self._normal: dict[tuple[int, int], list[str]] = {}
+        self._shown: dict[tuple[int, int, int], bool] = {}
+
+    def ascii(self, i: int) -> str:
+        if i not in self._ascii:
+            self._ascii[i] = self.texts[i].translate(_ASCII_LOWER)
+        return self._ascii[i]
+
+    def shows(self, rule: Rule, a: int, b: int) -> bool:
+        """Whether lines a..b show the rule by rules 1-5."""
+        memo = (rule.key, a, b)
+        if memo not in self._shown:
+            self._shown[memo] = self._shows(rule, a, b)
+        return self._shown[memo]
+
+    def _shows(self, rule: Rule, a: int, b: int) -> bool:
+        if a < 0 or b >= len(self.texts):
+            return False
+        span = range(a, b + 1)
+        if any(self.texts[i] is None or len(self.texts[i]) > LONG for i in span):
+            return False
+        lowered = [self.ascii(i) for i in span]
+        if not all(any(w in line for line in lowered) for w in rule.options):
+            return False
+        if any(all(w in line for w in rule.words) for line in lowered):
+            return False
+        parts = [self._split.setdefault(i, split(self.texts[i])) for i in span]
+        if any(not body or body.startswith(FENCE) for _, _, body in parts):
+            return False
+        if any(quote != parts[0][0] or prefix not in ("", parts[0][1]) for quote, prefix, _ in parts[1:]):
+            return False
+        if b - a == 2 and (self.shows(rule, a, a + 1) or self.shows(rule, a + 1, b)):
+            return False
+        if (a, b) not in self._normal:
+            self._normal[a, b] = [normalise.normalise(text) for text in joins([body for _, _, body in parts])]
+        return any(rule.regex.search(text) for text in self._normal[a, b])
+
+    def find(self, rule: Rule, lo: int, hi: int) -> list[tuple[int, int]]:
+        """(a, b) of each run of lines holding lines lo..hi that shows the rule."""
+        return [(a, a + size - 1) for size in range(2, LINES + 1) for a in range(hi - size + 1, lo + 1)
+                if self.shows(rule, a, a + size - 1)]
+
+
+def export() -> dict:
+    """The rules above for the triage page."""
+    return {"lines": LINES, "long": LONG, "fence": FENCE, "ansi": _ANSI.pattern,
+            "prefixes": [pattern for name, pattern, _ in normalise.RULES if name in normalise.PREFIXES]}
