@@ -11,8 +11,8 @@ line of a message that holds a line end. `kb match` (kb.triage.match) and the tr
    opens no code fence; its quote markers are the first line's, and its log prefix is none or the
    first line's (a new log record starts with its own);
 3. each word the scan may look for the rule by (its anchor and up to two others, kb.triage.match
-   `_options`) is whole in one of the lines, in ASCII lower case, and no one line holds all the
-   rule's words (such a line shows the rule on its own, or not at all);
+   `_options`) is whole in one of the lines, in ASCII lower case; no one line holds all the
+   rule's words, and none shows the rule on its own (kb.triage.match);
 4. of three lines, neither pair of consecutive lines already shows the rule this way;
 5. the rule's pattern matches the normalised text of the lines' bodies joined, each break by
    nothing (a word broken at the margin) or by a space (a break at a space): any of the ways.
@@ -72,6 +72,7 @@ class Rule:
     """What the rules above ask of a rule: `key` tells rules apart; `options`, the words the scan
     may look for it by; `words`, all its words; `regex`, its pattern over a normalised line."""
     key: int
+    anchor: str
     options: tuple[str, ...]
     words: tuple[str, ...]
     regex: re.Pattern
@@ -111,6 +112,8 @@ class Lines:
             return False
         if any(all(w in line for w in rule.words) for line in lowered):
             return False
+        if any(self._alone(rule, i) for i in span):
+            return False
         parts = [self._split.setdefault(i, split(self.texts[i])) for i in span]
         if any(not body or body.startswith(FENCE) for _, _, body in parts):
             return False
@@ -121,6 +124,13 @@ class Lines:
         if (a, b) not in self._normal:
             self._normal[a, b] = [normalise.normalise(text) for text in joins([body for _, _, body in parts])]
         return any(rule.regex.search(text) for text in self._normal[a, b])
+
+    def _alone(self, rule: Rule, i: int) -> bool:
+        """Whether line i shows the rule on its own: its anchor in its ASCII lower case, every
+        word in its lower case, the pattern in the normalised line (at most LONG characters)."""
+        lower = self.texts[i].lower()
+        return (rule.anchor in self.ascii(i) and all(w in lower for w in rule.words)
+                and rule.regex.search(normalise.normalise(self.texts[i])) is not None)
 
     def find(self, rule: Rule, lo: int, hi: int) -> list[tuple[int, int]]:
         """(a, b) of each run of lines holding lines lo..hi that shows the rule."""

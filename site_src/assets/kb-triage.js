@@ -307,6 +307,11 @@
       if (!(key in shown)) shown[key] = decide(rule, a, b);
       return shown[key];
     }
+    function alone(rule, i) {  // the line shows the rule on its own (lines of at most `long` characters)
+      var lower = texts[i].toLowerCase();
+      return asc(i).indexOf(rule.anchor) >= 0 && rule.words.every(function (word) { return lower.indexOf(word) >= 0; }) &&
+        rule.regex.test(normalise(e, texts[i]));
+    }
     function decide(rule, a, b) {
       if (a < 0 || b >= texts.length) return false;
       var span = [];
@@ -315,6 +320,7 @@
       var lowered = span.map(asc);
       if (!rule.options.every(function (word) { return lowered.some(function (l) { return l.indexOf(word) >= 0; }); })) return false;
       if (lowered.some(function (l) { return rule.words.every(function (word) { return l.indexOf(word) >= 0; }); })) return false;
+      if (span.some(function (k) { return alone(rule, k); })) return false;
       var p = span.map(part);
       if (p.some(function (x) { return !x[2] || x[2].indexOf(w.fence) === 0; })) return false;
       if (p.slice(1).some(function (x) { return x[0] !== p[0][0] || (x[1] !== "" && x[1] !== p[0][1]); })) return false;
