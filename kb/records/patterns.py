@@ -89,6 +89,7 @@ class Compiled:
     anchor: str  # a word every matching raw line contains (lower case), for the prefilter
     literal: bool  # True when no placeholder is used
     words: tuple[str, ...] = ()  # every word every matching raw line contains (the anchor among them)
+    edges: tuple[str, ...] = ()  # the first and the last of them in the literal text (kb.triage.wrapped)
 
 
 def _literal(value: str) -> str:
@@ -288,7 +289,7 @@ def _compile(text: str, match: str | None, widened: dict[int, tuple[int, ...]] |
             literals.append(value)
     words = _stable_words(literals, widened)
     return Compiled(source=source, anchor=_anchor(words), literal=match is None,
-                    words=tuple(sorted(set(words))))
+                    words=tuple(sorted(set(words))), edges=(words[0], words[-1]) if words else ())
 
 
 def search_source(compiled: Compiled, kind: str) -> str:

@@ -63,6 +63,7 @@ class Rule:
     title: str
     words: tuple[str, ...] = ()  # every stable word of the literal parts: a cheap test before the regex
     generic: bool = False  # the signature is marked generic: other GPUs print it too
+    edges: tuple[str, ...] = ()  # its first and last words in the literal (kb.triage.wrapped rule 3)
     # The cell's kb.records.verdict.scope (architectures, ranges): what its verdict needs.
     scope: dict | None = field(default=None, hash=False, compare=False)
 
@@ -96,7 +97,7 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
                 weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
                 made.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
                                  site.url(cell), cell.entry.title, compiled.words, signature.generic,
-                                 verdict.scope(cell.entry)))
+                                 scope=verdict.scope(cell.entry), edges=compiled.edges))
             return made
         if cache is None:
             out += make()
@@ -184,9 +185,10 @@ class Matcher:
         self._longest = max(map(len, anchors), default=1)
         self._anchored = [r for r in rule_list if r.anchor]
         self._options = [_options(r) for r in self._anchored]
-        self._wrap = {id(r): wrapped.Rule(i, r.anchor, opts, r.words, r.regex)
+        self._wrap = {id(r): wrapped.Rule(i, r.anchor, opts, r.words, r.source, r.edges)
                       for i, (r, opts) in enumerate(zip(self._anchored, self._options))}
         self._word_bytes = {id(r): tuple(w.encode() for w in r.words) for r in self._anchored}
+        self._option_bytes = {id(r): tuple(w.encode() for w in opts) for r, opts in zip(self._anchored, self._options)}
         self._first = _Prefilter(self._options)
         self._limit = 0  # while scanning: where the whole lines in the buffer end
         self._head = False  # while scanning: the buffer starts inside a line cut into pieces
@@ -290,8 +292,8 @@ class Matcher:
                     self._record(hits, rule, {number: text})
                 # A rule the line holds a search word of but not all its words may be wrapped over lines.
                 tried = [r for r in candidates if r not in confirmed] + [self._anchored[i] for i in away]
-                tried = [r for r in tried if not all(lower.find(w, line_start, line_end) != -1
-                                                     for w in self._word_bytes[id(r)])]
+                if tried:
+                    tried = self._may_wrap(tried, lower, line_start, line_end)
                 context, found = self._wrapped(hits, tried, lambda: self._context(
                     buffer, start + line_start, start + line_end, text), number, 0)
             if not confirmed and not found:
@@ -301,6 +303,28 @@ class Matcher:
                     self._wrapped(hits, [self._anchored[i] for i in prefilter.moved], lambda: context or self._context(
                         buffer, start + line_start, start + line_end, None), number, 1)
         return number + lower.count(b"\n", counted)
+
+    def _may_wrap(self, rules: list[Rule], lower: bytearray, line_start: int, line_end: int) -> list[Rule]:
+        """The rules that runs of lines holding lower[line_start:line_end] may show (kb.triage.wrapped
+        rule 3): the line lacks one of their words, and each word they are looked for by is whole in
+        the lines around it (when the block holds them all)."""
+        region = _region(lower, line_start, line_end)
+        around: dict[bytes, bool] = {}
+        out = []
+        for rule in rules:
+            if region is not None:
+                whole = True
+                for word in self._option_bytes[id(rule)]:
+                    if word not in around:
+                        around[word] = lower.find(word, *region) != -1
+                    if not around[word]:
+                        whole = False
+                        break
+                if not whole:
+                    continue
+            if not all(lower.find(w, line_start, line_end) != -1 for w in self._word_bytes[id(rule)]):
+                out.append(rule)
+        return out
 
     def _record(self, hits: dict[str, Hit], rule: Rule, texts: dict[int, str]) -> None:
         hit = hits.setdefault(rule.entry, Hit(rule.entry, rule.url, rule.title))
@@ -328,7 +352,10 @@ class Matcher:
         if lines.texts[at] is None:
             return lines, False
         for rule in rules:
-            for a, b in lines.find(self._wrap[id(rule)], at, at + after):
+            wrap = self._wrap[id(rule)]
+            if not lines.may_show(wrap, at):
+                continue
+            for a, b in lines.find(wrap, at, at + after):
                 found = True
                 self._record(hits, rule, {number - at + i: lines.texts[i] for i in range(a, b + 1)})
         return lines, found
@@ -397,6 +424,23 @@ def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
 def scopes(rule_list: list[Rule]) -> dict[str, dict]:
     """Cell id -> its kb.records.verdict.scope, from the rules."""
     return {r.entry: r.scope for r in rule_list if r.scope is not None}
+
+
+def _region(lower: bytearray, line_start: int, line_end: int) -> tuple[int, int] | None:
+    """(start, end) of the wrapped.LINES - 1 lines before and after lower[line_start:line_end]
+    with it, or None when they do not all lie in `lower` (one block of whole lines)."""
+    start = line_start
+    for _ in range(wrapped.LINES - 1):
+        if start == 0:
+            return None
+        start = lower.rfind(b"\n", 0, start - 1) + 1 if start > 1 else 0
+    end = line_end
+    for _ in range(wrapped.LINES - 1):
+        if end + 1 >= len(lower):
+            return None
+        newline = lower.find(b"\n", end + 1)
+        end = newline if newline != -1 else len(lower)
+    return start, end
 
 
 def _fill(stream: BinaryIO, buffer: bytearray, at: int, size: int) -> int:
@@ -588,6 +632,7 @@ def export(rule_list: list[Rule]) -> dict:
         "logfacts": logfacts.export(),
         "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
                    "anchor": r.anchor, "words": list(r.words), "options": list(_options(r)) if r.anchor else [],
+                   "edges": list(r.edges),
                    "weight": r.weight, "url": r.url, "title": r.title, "generic": r.generic}
                   for r in rule_list],
         "cells": dict(sorted(scopes(rule_list).items())),

@@ -11,8 +11,11 @@ line of a message that holds a line end. `kb match` (kb.triage.match) and the tr
    opens no code fence; its quote markers are the first line's, and its log prefix is none or the
    first line's (a new log record starts with its own);
 3. each word the scan may look for the rule by (its anchor and up to two others, kb.triage.match
-   `_options`) is whole in one of the lines, in ASCII lower case; no one line holds all the
-   rule's words, and none shows the rule on its own (kb.triage.match);
+   `_options`) is whole in one of the lines, in ASCII lower case; each of its words is in one of
+   them or broken over two (the first, trimmed, ends with its start, the next holds its rest); the
+   first line holds the first word of the rule's literal text and the last line its last word
+   (each whole or broken over the break next to it); no one line holds all its words, and none
+   shows the rule on its own (kb.triage.match);
 4. of three lines, neither pair of consecutive lines already shows the rule this way;
 5. the rule's pattern matches the normalised text of the lines' bodies joined, each break by
    nothing (a word broken at the margin) or by a space (a break at a space): any of the ways.
@@ -28,7 +31,7 @@ import re
 from dataclasses import dataclass
 from itertools import product
 
-from kb.records import normalise
+from kb.records import normalise, patterns
 
 LINES = 3  # at most this many lines are read as one
 LONG = 4096  # characters: a longer line is no wrapped line
@@ -61,6 +64,28 @@ def split(line: str) -> tuple[str, str, str]:
     return quote, _BLANKS.sub("", text[:len(text) - len(rest)]), rest.rstrip(" \t")
 
 
+def _broken(word: str, lines: list[str]) -> bool:
+    """Whether `word` is broken over two consecutive lines: the first, trimmed of spaces and
+    tabs at its end, ends with its start, and the next holds the rest."""
+    for first, nxt in zip(lines, lines[1:]):
+        if first is None or nxt is None:
+            continue
+        first = first.rstrip(" \t")
+        last = first[-1:]
+        m = word.find(last) + 1 if last else 0
+        while 0 < m < len(word):  # only where the word holds the line's last character
+            if first.endswith(word[:m]) and word[m:] in nxt:
+                return True
+            m = word.find(last, m) + 1
+    return False
+
+
+def _edge(word: str, line: str, other: str, last: bool = False) -> bool:
+    """Whether `line` holds `word`, or it is broken over `line` and `other` (the line before it
+    when `last`, else the line after it)."""
+    return word in line or _broken(word, [other, line] if last else [line, other])
+
+
 def joins(bodies: list[str]) -> list[str]:
     """The texts of lines read as one: each break joined by nothing or by a space."""
     return [bodies[0] + "".join(sep + body for sep, body in zip(seps, bodies[1:]))
@@ -70,12 +95,17 @@ def joins(bodies: list[str]) -> list[str]:
 @dataclass(frozen=True)
 class Rule:
     """What the rules above ask of a rule: `key` tells rules apart; `options`, the words the scan
-    may look for it by; `words`, all its words; `regex`, its pattern over a normalised line."""
+    may look for it by; `words`, all its words; `source`, its pattern over a normalised line."""
     key: int
     anchor: str
     options: tuple[str, ...]
     words: tuple[str, ...]
-    regex: re.Pattern
+    source: str
+    edges: tuple[str, ...] = ()  # first and last word of the literal text
+
+    @property
+    def regex(self) -> re.Pattern:
+        return patterns.regex(self.source)  # compiled when first asked for, once
 
 
 class Lines:
@@ -88,6 +118,19 @@ class Lines:
         self._split: dict[int, tuple[str, str]] = {}
         self._normal: dict[tuple[int, int], list[str]] = {}
         self._shown: dict[tuple[int, int, int], bool] = {}
+        self._around: list[str | None] | None = None
+
+    def may_show(self, rule: Rule, i: int) -> bool:
+        """A quick test that runs of lines holding line i may show the rule: each of its words
+        that line i lacks is in one of the lines around it or broken over two of them (rule 3)."""
+        if self._around is None:
+            self._around = [None if t is None or len(t) > LONG else self.ascii(k) for k, t in enumerate(self.texts)]
+        lowered = self._around
+        line = lowered[i]
+        if line is None:
+            return False
+        return all(w in line or any(other is not None and w in other for other in lowered) or _broken(w, lowered)
+                   for w in rule.words)
 
     def ascii(self, i: int) -> str:
         if i not in self._ascii:
@@ -108,9 +151,13 @@ class Lines:
         if any(self.texts[i] is None or len(self.texts[i]) > LONG for i in span):
             return False
         lowered = [self.ascii(i) for i in span]
+        if rule.edges and not (_edge(rule.edges[0], lowered[0], lowered[1]) and _edge(rule.edges[-1], lowered[-1], lowered[-2], True)):
+            return False
         if not all(any(w in line for line in lowered) for w in rule.options):
             return False
         if any(all(w in line for w in rule.words) for line in lowered):
+            return False
+        if not all(any(w in line for line in lowered) or _broken(w, lowered) for w in rule.words):
             return False
         if any(self._alone(rule, i) for i in span):
             return False

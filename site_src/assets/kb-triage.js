@@ -288,6 +288,20 @@
     return [quote, text.slice(0, text.length - rest.length).replace(/[ \t]+/g, ""), rest.replace(/[ \t]+$/, "")];
   }
 
+  function broken(word, lines) {  // broken over two consecutive lines, as wrapped._broken
+    for (var k = 0; k + 1 < lines.length; k++) {
+      var first = lines[k].replace(/[ \t]+$/, "");
+      for (var m = 1; m < word.length; m++) {
+        if (first.slice(-m) === word.slice(0, m) && first.length >= m && lines[k + 1].indexOf(word.slice(m)) >= 0) return true;
+      }
+    }
+    return false;
+  }
+
+  function edge(word, pair, line) {  // in the line, or broken over the pair (wrapped._edge)
+    return line.indexOf(word) >= 0 || broken(word, pair);
+  }
+
   function joins(bodies) {
     var out = [bodies[0]];
     bodies.slice(1).forEach(function (body) {
@@ -317,9 +331,14 @@
       var span = [];
       for (var i = a; i <= b; i++) span.push(i);
       if (span.some(function (k) { return texts[k].length > w.long; })) return false;
-      var lowered = span.map(asc);
+      var lowered = span.map(asc), n = lowered.length;
+      if (rule.edges.length && !(edge(rule.edges[0], [lowered[0], lowered[1]], lowered[0]) &&
+                                 edge(rule.edges[rule.edges.length - 1], [lowered[n - 2], lowered[n - 1]], lowered[n - 1]))) return false;
       if (!rule.options.every(function (word) { return lowered.some(function (l) { return l.indexOf(word) >= 0; }); })) return false;
       if (lowered.some(function (l) { return rule.words.every(function (word) { return l.indexOf(word) >= 0; }); })) return false;
+      if (!rule.words.every(function (word) {
+        return lowered.some(function (l) { return l.indexOf(word) >= 0; }) || broken(word, lowered);
+      })) return false;
       if (span.some(function (k) { return alone(rule, k); })) return false;
       var p = span.map(part);
       if (p.some(function (x) { return !x[2] || x[2].indexOf(w.fence) === 0; })) return false;
