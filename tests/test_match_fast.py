@@ -74,7 +74,7 @@ def reference(rule_list: list[match.Rule], log: bytes) -> list[tuple]:
         for size in range(2, wrapped.LINES + 1):
             held = {r.anchor for r in ordered if any(r.anchor.encode() in lines[i].lower() for i in range(a, min(a + size, len(lines))))}
             for key, rule in enumerate(ordered):
-                if rule.anchor in held and every.shows(wrapped.Rule(key, rule.anchor, match._options(rule), rule.words, rule.source, rule.edges), a, a + size - 1):
+                if rule.anchor in held and every.shows(wrapped.Rule(key, rule.anchor, match._options(rule), rule.words, rule.source, rule.edges, rule.signature), a, a + size - 1):
                     _add(hits, rule, {i + 1: texts[i] for i in range(a, a + size)})
     for hit in hits.values():
         hit.lines.sort()

@@ -185,7 +185,7 @@ class Matcher:
         self._longest = max(map(len, anchors), default=1)
         self._anchored = [r for r in rule_list if r.anchor]
         self._options = [_options(r) for r in self._anchored]
-        self._wrap = {id(r): wrapped.Rule(i, r.anchor, opts, r.words, r.source, r.edges)
+        self._wrap = {id(r): wrapped.Rule(i, r.anchor, opts, r.words, r.source, r.edges, r.signature)
                       for i, (r, opts) in enumerate(zip(self._anchored, self._options))}
         self._word_bytes = {id(r): tuple(w.encode() for w in r.words) for r in self._anchored}
         self._option_bytes = {id(r): tuple(w.encode() for w in opts) for r, opts in zip(self._anchored, self._options)}

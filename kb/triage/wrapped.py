@@ -15,7 +15,9 @@ line of a message that holds a line end. `kb match` (kb.triage.match) and the tr
    them or broken over two (the first, trimmed, ends with its start, the next holds its rest); the
    first line holds the first word of the rule's literal text and the last line its last word
    (each whole or broken over the break next to it); no one line holds all its words, and none
-   shows the rule on its own (kb.triage.match);
+   shows the rule on its own (kb.triage.match); each line but the last ends, and each but the
+   first opens (its body), with a word of the rule's own text (lower case, as written or
+   normalised), or one holding a digit (a number, a capability, a path: what varies);
 4. of three lines, neither pair of consecutive lines already shows the rule this way;
 5. the rule's pattern matches the normalised text of the lines' bodies joined, each break by
    nothing (a word broken at the margin) or by a space (a break at a space): any of the ways.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import product
 
 from kb.records import normalise, patterns
@@ -80,6 +83,24 @@ def _broken(word: str, lines: list[str]) -> bool:
     return False
 
 
+_WORD = re.compile(r"[a-z0-9_]+")
+_LAST = re.compile(r"[a-z0-9_]+(?=[^a-z0-9_]*$)")
+_DIGIT = re.compile(r"[0-9]")
+
+
+@lru_cache(maxsize=4096)
+def _forms(text: str) -> tuple[str, str]:
+    return text.lower(), normalise.normalise(text)
+
+
+def _in_text(found: re.Match | None, text: str) -> bool:
+    """Whether a line's word at a break may be part of the rule's text: in it (as written or
+    normalised) or holding a digit. No word at all (only punctuation): yes."""
+    if found is None or _DIGIT.search(found.group(0)):
+        return True
+    return any(found.group(0) in form for form in _forms(text))
+
+
 def _edge(word: str, line: str, other: str, last: bool = False) -> bool:
     """Whether `line` holds `word`, or it is broken over `line` and `other` (the line before it
     when `last`, else the line after it)."""
@@ -102,6 +123,7 @@ class Rule:
     words: tuple[str, ...]
     source: str
     edges: tuple[str, ...] = ()  # first and last word of the literal text
+    text: str = ""  # the signature's literal text
 
     @property
     def regex(self) -> re.Pattern:
@@ -151,6 +173,8 @@ class Lines:
         if any(self.texts[i] is None or len(self.texts[i]) > LONG for i in span):
             return False
         lowered = [self.ascii(i) for i in span]
+        if not all(_in_text(_LAST.search(line), rule.text) for line in lowered[:-1]):
+            return False
         if rule.edges and not (_edge(rule.edges[0], lowered[0], lowered[1]) and _edge(rule.edges[-1], lowered[-1], lowered[-2], True)):
             return False
         if not all(any(w in line for line in lowered) for w in rule.options):
@@ -165,6 +189,8 @@ class Lines:
         if any(not body or body.startswith(FENCE) for _, _, body in parts):
             return False
         if any(quote != parts[0][0] or prefix not in ("", parts[0][1]) for quote, prefix, _ in parts[1:]):
+            return False
+        if not all(_in_text(_WORD.search(body.translate(_ASCII_LOWER)), rule.text) for _, _, body in parts[1:]):
             return False
         if b - a == 2 and (self.shows(rule, a, a + 1) or self.shows(rule, a + 1, b)):
             return False

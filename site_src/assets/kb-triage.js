@@ -298,6 +298,12 @@
     return false;
   }
 
+  function inText(e, found, rule) {  // wrapped._in_text
+    if (found === null || /[0-9]/.test(found[0])) return true;
+    if (rule.forms === undefined) rule.forms = [rule.signature.toLowerCase(), normalise(e, rule.signature)];
+    return rule.forms.some(function (form) { return form.indexOf(found[0]) >= 0; });
+  }
+
   function edge(word, pair, line) {  // in the line, or broken over the pair (wrapped._edge)
     return line.indexOf(word) >= 0 || broken(word, pair);
   }
@@ -332,6 +338,7 @@
       for (var i = a; i <= b; i++) span.push(i);
       if (span.some(function (k) { return texts[k].length > w.long; })) return false;
       var lowered = span.map(asc), n = lowered.length;
+      if (!lowered.slice(0, -1).every(function (l) { return inText(e, /[a-z0-9_]+(?=[^a-z0-9_]*$)/.exec(l), rule); })) return false;
       if (rule.edges.length && !(edge(rule.edges[0], [lowered[0], lowered[1]], lowered[0]) &&
                                  edge(rule.edges[rule.edges.length - 1], [lowered[n - 2], lowered[n - 1]], lowered[n - 1]))) return false;
       if (!rule.options.every(function (word) { return lowered.some(function (l) { return l.indexOf(word) >= 0; }); })) return false;
@@ -343,6 +350,7 @@
       var p = span.map(part);
       if (p.some(function (x) { return !x[2] || x[2].indexOf(w.fence) === 0; })) return false;
       if (p.slice(1).some(function (x) { return x[0] !== p[0][0] || (x[1] !== "" && x[1] !== p[0][1]); })) return false;
+      if (!p.slice(1).every(function (x) { return inText(e, /[a-z0-9_]+/.exec(asciiLower(x[2])), rule); })) return false;
       if (b - a === 2 && (shows(rule, a, a + 1) || shows(rule, a + 1, b))) return false;
       var k = a + ":" + b;
       if (!(k in normal)) normal[k] = joins(p.map(function (x) { return x[2]; })).map(function (t) { return normalise(e, t); });
