@@ -231,3 +231,32 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
                          timeout=120, executable="/bin/bash")
     assert run.stderr == b"", run.stderr.decode()
     assert run.returncode == 141
+
+
+def test_capability_numbers_vary_only_within_the_cells_family():
+    """Where a cell covers sm_120 and sm_121, its literal's capability number stands for either,
+    in the spellings logs print; never for a number the cell does not cover, never for a version."""
+    both, one = ("sm_120", "sm_121"), ("sm_120",)
+    smem = "launch shared memory exceeds current GPU arch sm_120a allowed."
+    widened = patterns.compile_signature(smem, None, both)
+    assert patterns.matches(widened, smem.replace("sm_120a", "sm_121a"))
+    assert patterns.matches(widened, smem.replace("sm_120a", "SM121"))
+    assert not patterns.matches(widened, smem.replace("sm_120a", "sm_100a"))
+    assert not patterns.matches(patterns.compile_signature(smem, None, one), smem.replace("sm_120a", "sm_121a"))
+    paged = patterns.compile_signature("Paged KV not supported on SM 12.0 in this PR", None, both)
+    assert patterns.matches(paged, "Paged KV not supported on SM 12.1 in this PR")
+    assert not patterns.matches(paged, "Paged KV not supported on SM 10.0 in this PR")
+    cuda = patterns.compile_signature("requires CUDA 12.0 or later", None, both)
+    assert not patterns.matches(cuda, "requires CUDA 12.1 or later")  # a version, not a capability
+    path = patterns.compile_signature("/flashinfer/0.6.6/120a/generated/", None, both)
+    assert patterns.matches(path, "/flashinfer/0.6.6/121a/generated/") and "120a" not in path.words
+    assert patterns.compile_signature("sm_120a", None, both).source == "sm_120"  # nothing else to find it by
+
+
+def test_quote_markers_and_log_prefixes_of_wrapped_lines():
+    from kb.triage import wrapped
+
+    assert wrapped.split("> (EngineCore_DP0 pid=1) ERROR 01-28 06:36:45 [core.py:946] Boom  ") == \
+        (">", "(enginecore_dp0pid=1)error01-2806:36:45[core.py:946]", "boom")
+    assert wrapped.split(">>   tail of it") == (">>", "", "tail of it")
+    assert sorted(wrapped.joins(["a", "b", "c"])) == ["a b c", "a bc", "ab c", "abc"]

@@ -7,9 +7,12 @@ by line and asks every rule of every line what `kb match` and the triage page pr
 shows in a line when its anchor is in the line's ASCII-lowered bytes, every one of its `words` is
 in the line's lower case, and its pattern matches the normalised line (for a line longer than
 2 * WINDOW characters: a window of WINDOW characters on each side of the first place of each such
-rule's anchor). Random logs are built from signature texts, pieces of them, near-misses (one
-word changed or cut, a letter doubled), case changes, log prefixes, ANSI codes, invalid bytes,
-the two non-ASCII characters whose lower case is ASCII, and serving noise.
+rule's anchor). It shows in two or three lines read as one by the rules of kb.triage.wrapped,
+asked here of every run of lines and every rule whose anchor one of them holds. Random logs are
+built from signature texts, pieces of them, near-misses (one word changed or cut, a letter
+doubled), case changes, log prefixes, ANSI codes, invalid bytes, the two non-ASCII characters
+whose lower case is ASCII, serving noise, and signature texts wrapped over lines (broken inside a
+word or at a space, quoted, with the log prefix repeated or not).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from hypothesis import strategies as st
 from conftest import ROOT
 from kb.records import lint
 from kb.records.normalise import normalise
-from kb.triage import match
+from kb.triage import match, wrapped
 
 # Small enough that a few kilobytes of log cross many reads, blocks and automata, and that a word
 # is weighed again after each line it brings that no rule confirms.
@@ -62,20 +65,37 @@ def reference(rule_list: list[match.Rule], log: bytes) -> list[tuple]:
             starts = sorted({lower.find(r.anchor) for r in candidates} - {-1})
             texts = [normalise(line[max(0, p - match.WINDOW): p + match.WINDOW]) for p in starts]
         for rule in candidates:
-            if not any(re.search(rule.source, text) for text in texts):
-                continue
-            hit = hits.setdefault(rule.entry, match.Hit(rule.entry, rule.url, rule.title))
-            if rule.signature not in hit.signatures:
-                hit.signatures[rule.signature] = rule.weight
-                hit.score = round(hit.score + rule.weight, 3)
-            if number not in hit.texts:
-                hit.lines.append(number)
-                hit.texts[number] = line
+            if any(re.search(rule.source, text) for text in texts):
+                _add(hits, rule, {number: line})
+    # Every run of two or three lines, for every rule whose anchor one of them holds.
+    texts = [raw.decode("utf-8", errors="replace").rstrip("\r") for raw in lines]
+    every = wrapped.Lines(texts)
+    for a in range(len(lines)):
+        for size in range(2, wrapped.LINES + 1):
+            held = {r.anchor for r in ordered if any(r.anchor.encode() in lines[i].lower() for i in range(a, min(a + size, len(lines))))}
+            for key, rule in enumerate(ordered):
+                if rule.anchor in held and every.shows(wrapped.Rule(key, rule.anchor, match._options(rule), rule.words, rule.source, rule.edges, rule.signature), a, a + size - 1):
+                    _add(hits, rule, {i + 1: texts[i] for i in range(a, a + size)})
+    for hit in hits.values():
+        hit.lines.sort()
     return _shown(sorted(hits.values(), key=lambda h: (-h.score, h.entry)))
 
 
+def _add(hits: dict[str, match.Hit], rule: match.Rule, texts: dict[int, str]) -> None:
+    hit = hits.setdefault(rule.entry, match.Hit(rule.entry, rule.url, rule.title))
+    if rule.signature not in hit.signatures:
+        hit.signatures[rule.signature] = rule.weight
+        hit.score = round(hit.score + rule.weight, 3)
+    for number, text in texts.items():
+        if number not in hit.texts:
+            hit.lines.append(number)
+            hit.texts[number] = text
+
+
 def _shown(hits: list[match.Hit]) -> list[tuple]:
-    return [(h.entry, h.score, h.lines, h.texts, list(h.signatures.items()), h.signature) for h in hits]
+    """What a scan reports of each cell; its signatures as a set (the order they were found in
+    depends on which line the scan found a wrapped run from)."""
+    return [(h.entry, h.score, h.lines, h.texts, sorted(h.signatures.items())) for h in hits]
 
 
 def scanned(rule_list: list[match.Rule], log: bytes, **constants) -> list[tuple]:
@@ -156,11 +176,31 @@ def _line(texts: list[str], rng: random.Random) -> bytes:
     return data
 
 
+def _wrapped(text: str, rng: random.Random) -> list[bytes]:
+    """A text broken over two or three lines, inside a word or at a space, quoted or with its log
+    prefix repeated on each line, or not; now and then with a blank line or a fence between."""
+    breaks = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randrange(1, 3))))
+    pieces = [text[a:b] for a, b in zip([0] + breaks, breaks + [len(text)])]
+    if rng.random() < 0.5:
+        pieces = [piece.strip() for piece in pieces]
+    prefix = rng.choice(PREFIXES)
+    how = rng.randrange(4)
+    out = [prefix + pieces[0]] + [(prefix if how == 1 else "> " if how == 2 else "   " if how == 3 else "") + piece
+                                  for piece in pieces[1:]]
+    if how == 2:
+        out[0] = "> " + out[0]
+    if rng.random() < 0.1:
+        out.insert(1, rng.choice(["", "```", rng.choice(NOISE)]))
+    return [line.encode("utf-8") for line in out]
+
+
 def random_log(rule_list: list[match.Rule], seed: int, lines: int) -> bytes:
     rng = random.Random(seed)
     texts = sorted({r.signature for r in rule_list}) + NOISE[:-1]
-    log = b"\n".join(_line(texts, rng) for _ in range(lines))
-    return log + (b"\n" if rng.random() < 0.5 else b"")
+    out: list[bytes] = []
+    for _ in range(lines):
+        out += _wrapped(rng.choice(texts), rng) if rng.random() < 0.15 else [_line(texts, rng)]
+    return b"\n".join(out) + (b"\n" if rng.random() < 0.5 else b"")
 
 
 @settings(max_examples=60, deadline=None)

@@ -352,26 +352,30 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
 _TOKEN = re.compile(r"[a-z0-9_]+")
 
 
-def _folded_forms(text: str, match: str | None) -> tuple[patterns.Compiled, str]:
+def _folded_forms(text: str, match: str | None, architectures=()) -> tuple[patterns.Compiled, str]:
     """The pattern and normalised text of a signature in its folded form (kb.records.confusables:
     look-alike letters as the ASCII they look like), so that a copy written with a Cyrillic `о`
     fits the pattern of the original as the original's text does. ASCII signatures fold to
     themselves; a pattern whose folded form is no longer a valid pattern is taken as written."""
     folded_text = confusables.fold(text)
     try:
-        compiled = patterns.compile_signature(folded_text, confusables.fold(match) if match is not None else None)
+        compiled = patterns.compile_signature(folded_text, confusables.fold(match) if match is not None else None,
+                                              architectures)
     except patterns.PatternError:
-        compiled = patterns.compile_signature(text, match)
+        compiled = patterns.compile_signature(text, match, architectures)
     return compiled, normalise(folded_text)
 
 
-def _signature_forms(signature, cache) -> tuple[patterns.Compiled, str]:
-    """A signature's folded pattern and normalised text (`_folded_forms`); from `cache` (kb.cache,
+def _signature_forms(signature, architectures, cache) -> tuple[patterns.Compiled, str]:
+    """A signature's folded pattern (its capability numbers as the cell's `architectures` let them
+    vary, as `kb match` compiles it) and normalised text (`_folded_forms`); from `cache` (kb.cache,
     the check's) when this code prepared the same signature before."""
+    architectures = tuple(architectures)
     if cache is None:
-        return _folded_forms(signature.text, signature.match)
-    key = fingerprint("signature forms", cache.code, signature.text, signature.match or "", str(signature.match is None))
-    return cache.fetch(key, lambda: _folded_forms(signature.text, signature.match))
+        return _folded_forms(signature.text, signature.match, architectures)
+    key = fingerprint("signature forms", cache.code, signature.text, signature.match or "", str(signature.match is None),
+                      repr(architectures))
+    return cache.fetch(key, lambda: _folded_forms(signature.text, signature.match, architectures))
 
 
 def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cell, int]]:
@@ -384,7 +388,7 @@ def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cel
     # word fewest signature texts hold, so each text is tried against few patterns (a common
     # word such as "memory" would make the pass grow as N squared). An expression is compiled
     # only when a text holds all its words (most never are).
-    forms = {(cell.id, j): _signature_forms(signature, cache)
+    forms = {(cell.id, j): _signature_forms(signature, cell.entry.hardware.architectures, cache)
              for cell in cells for j, signature in enumerate(cell.entry.signatures)}
     compiled = [(cell, j, signature, forms[cell.id, j][0])
                 for cell in cells for j, signature in enumerate(cell.entry.signatures)]

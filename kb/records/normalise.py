@@ -5,7 +5,8 @@ RegExp read the same way (no lookbehind, no named groups, ASCII classes), applie
 the lower-cased line; `$1`, `$2` in a replacement are the first and second groups. What varies
 between logs goes (log prefixes, timestamps, cluster repeat counts, install paths, source line
 numbers, exception-class drift, sizes written `34.00 MiB` or `34MiB` for `34 MiB`, architecture
-spellings); discriminating numbers such as `hardware limit: 101376` stay as they are.
+spellings, the `> ` of a Markdown quote); discriminating numbers such as `hardware limit: 101376`
+stay as they are.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import lru_cache
 
 RULES: list[tuple[str, str, str]] = [
     ("ansi colour codes", r"\x1b\[[0-9;]*[a-z]", ""),
+    ("markdown quote markers", r"^(?:>[ \t]*)+", ""),
     ("ray / engine-core process prefix", r"^\s*\([a-z0-9_]+ pid=\d+(?:, ip=[0-9a-f.:]+)?\)\s*", ""),
     ("vllm level and time prefix", r"^(?:debug|info|warning|warn|error|critical) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\]\s*", ""),
     ("sglang time prefix", r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*", ""),
@@ -34,6 +36,11 @@ RULES: list[tuple[str, str, str]] = [
     ("whitespace", r"\s+", " "),
 ]
 
+
+# The rules above that remove what starts a line (a quote marker, a log prefix): what
+# kb.triage.wrapped compares to tell a wrapped line's continuation from a new log record.
+PREFIXES = ("markdown quote markers", "ray / engine-core process prefix", "vllm level and time prefix",
+            "sglang time prefix", "dmesg timestamp", "journal prefix", "iso timestamp", "python logging level")
 
 # Words the rules above write in place of others: a raw line may not contain them, so the
 # matcher's prefilter never uses them as anchors.

@@ -26,6 +26,14 @@ read different runs: no `{int}1{int}1...` (exponential backtracking) and no `{in
 every digit of a long number (quadratic). `{rest}` is `.*` at the very end and always succeeds at
 once, so it needs neither. Without `match`, the literal text itself is the pattern. Classes are
 ASCII and spelled out (no `\\d`, no `\\s`), so Python and JavaScript agree on them.
+
+Capability numbers (`widen`): where the cell's architectures hold two or more of one major
+(sm_120 and sm_121), a capability number of that family in the literal text (`sm_120`, which
+also stands for `sm120`, `sm_120a` and `compute_120` once normalised; a bare `120a`; `SM 12.0`,
+`capability 12.0`, `12.0a`) matches the same text with any number of the family: a GB10 prints
+`sm_121a` where an RTX 5090 prints `sm_120a`. Numbers the cell does not cover (sm_100, sm_90)
+stay as written, and so does every number of a cell that covers one architecture of a major.
+The alternatives differ in one digit, so the pattern stays unambiguous and linear.
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ class Compiled:
     anchor: str  # a word every matching raw line contains (lower case), for the prefilter
     literal: bool  # True when no placeholder is used
     words: tuple[str, ...] = ()  # every word every matching raw line contains (the anchor among them)
+    edges: tuple[str, ...] = ()  # the first and the last of them in the literal text (kb.triage.wrapped)
 
 
 def _literal(value: str) -> str:
@@ -177,10 +186,67 @@ def parse(template: str) -> list[tuple[str, str]]:
     return [(kind, value) for kind, value, _, _ in spans]
 
 
-def _stable_words(texts: list[str]) -> list[str]:
-    """Words of the literal parts that any matching raw line contains as they are."""
-    return [w for text in texts for w in _WORD.findall(normalise(text))
+def _stable_words(texts: list[str], family: dict[int, tuple[int, ...]] | None = None) -> list[str]:
+    """Words of the literal parts that any matching raw line contains as they are (a capability
+    number `widen` lets vary is no such word)."""
+    return [w for text in texts for w in _WORD.findall(_CAPABILITY.sub(lambda m: " " if _widened(m, family) else m.group(0),
+                                                                        normalise(text)))
             if w in text.lower() and not PRODUCED_WORDS.match(w)]
+
+
+# A capability number in a normalised literal: `sm_120` (the normaliser's spelling of sm120,
+# SM_120a, compute_120f), a bare `120a`/`121f`, and `12.0` after `sm`, `cc`, `arch` or
+# `capability` or with an a/f suffix. Groups: the text before the number, the major, the minor,
+# the text after it.
+_CAPABILITY = re.compile(
+    r"\b(sm_)(1[0-2])([0-9])()\b"
+    r"|\b()(1[0-2])([0-9])([af])\b"
+    r"|\b((?:sm|cc|arch|capability)[ _:=]*)(1[0-2])\.([0-9])([af]?)\b"
+    r"|\b()(1[0-2])\.([0-9])([af])\b")
+
+
+def family(architectures) -> dict[int, tuple[int, ...]]:
+    """Major -> the minors a cell covers, for majors it covers two or more of ('sm_120', 'sm_121'
+    -> {12: (0, 1)}): the capability numbers `widen` lets stand for one another."""
+    minors: dict[int, set[int]] = {}
+    for arch in architectures:
+        digits = re.fullmatch(r"sm_([0-9]{2,3})", arch)
+        if digits:
+            number = digits.group(1)
+            minors.setdefault(int(number[:-1]), set()).add(int(number[-1]))
+    return {major: tuple(sorted(found)) for major, found in minors.items() if len(found) >= 2}
+
+
+def _parts(match: re.Match) -> tuple[str, str, str, str, bool]:
+    """(before, major, minor, after, decimal) of a _CAPABILITY match."""
+    groups = match.groups()
+    for at in range(0, 16, 4):
+        if groups[at + 1] is not None:
+            before, major, minor, after = groups[at: at + 4]
+            return before, major, minor, after, at >= 8
+    raise AssertionError(match.group(0))
+
+
+def _widened(match: re.Match, family: dict[int, tuple[int, ...]] | None) -> bool:
+    if not family:
+        return False
+    _, major, minor, _, _ = _parts(match)
+    return int(minor) in family.get(int(major), ())
+
+
+def widen(piece: str, family: dict[int, tuple[int, ...]] | None) -> str:
+    """The expression of a normalised literal piece: escaped, each capability number of the
+    family (see the module docstring) an alternation of the family's numbers."""
+    out, at = "", 0
+    for found in _CAPABILITY.finditer(piece):
+        if not _widened(found, family):
+            continue
+        before, major, _, after, decimal = _parts(found)
+        minors = "|".join(str(m) for m in family[int(major)])
+        out += re.escape(piece[at:found.start()]) + re.escape(before) + re.escape(major + ("." if decimal else ""))
+        out += f"(?:{minors})" + re.escape(after)
+        at = found.end()
+    return out + re.escape(piece[at:])
 
 
 def _anchor(words: list[str]) -> str:
@@ -190,8 +256,19 @@ def _anchor(words: list[str]) -> str:
     return max(words, key=lambda w: (any(c == "_" or c.isdigit() for c in w), len(w))) if words else ""
 
 
-def compile_signature(text: str, match: str | None = None) -> Compiled:
-    """The pattern of one signature (PatternError when `match` is malformed or ambiguous)."""
+def compile_signature(text: str, match: str | None = None, architectures=()) -> Compiled:
+    """The pattern of one signature (PatternError when `match` is malformed or ambiguous).
+    `architectures`: the cell's, whose families of capability numbers the pattern lets vary
+    (`widen`), unless that would leave the pattern no word to be found by."""
+    widened = family(architectures)
+    if widened:
+        compiled = _compile(text, match, widened)
+        if compiled.anchor:
+            return compiled
+    return _compile(text, match, None)
+
+
+def _compile(text: str, match: str | None, widened: dict[int, tuple[int, ...]] | None) -> Compiled:
     parts = parse(match) if match is not None else [("text", text)]
     source = ""
     literals = []
@@ -208,11 +285,11 @@ def compile_signature(text: str, match: str | None = None) -> Compiled:
             # (?:...) keeps the backreference apart from a digit that may follow it.
             source += f"(?:(?=({spec.regex}))\\{groups})"
         else:
-            source += re.escape(_literal(value))
+            source += widen(_literal(value), widened)
             literals.append(value)
-    words = _stable_words(literals)
+    words = _stable_words(literals, widened)
     return Compiled(source=source, anchor=_anchor(words), literal=match is None,
-                    words=tuple(sorted(set(words))))
+                    words=tuple(sorted(set(words))), edges=(words[0], words[-1]) if words else ())
 
 
 def search_source(compiled: Compiled, kind: str) -> str:

@@ -11,6 +11,13 @@ automaton over one word per rule (`_Prefilter`, searched with SIMD) finds the li
 show a rule, and line ends are looked for only around those. Only these lines are decoded and
 tested as above. A word that brings many lines no rule confirms is traded for a rarer word of the
 same rules: a line a rule matches holds all its words, so any of them finds it.
+
+A message wrapped over two or three lines (kb.triage.wrapped) is looked for around the lines the
+scan finds, for the rules they hold some option words of but not all: each of a rule's option
+words is whole in the wrapped lines, so the word the scan looks for finds one of them. The scan
+holds back the last lines of each read (the next read scans them) and keeps the last lines it
+scanned, so the lines around a line are always at hand. When a rule's word changes between two
+lines, the pairs around that place are looked at for it then.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO, Iterator
 import ahocorasick_rs
 
 from kb.records import normalise, patterns, verdict
-from kb.triage import logfacts
+from kb.triage import logfacts, wrapped
 
 if TYPE_CHECKING:  # the check and the catalog load only when the cached rules cannot be used
     from kb.records.problems import Problem
@@ -56,6 +63,7 @@ class Rule:
     title: str
     words: tuple[str, ...] = ()  # every stable word of the literal parts: a cheap test before the regex
     generic: bool = False  # the signature is marked generic: other GPUs print it too
+    edges: tuple[str, ...] = ()  # its first and last words in the literal (kb.triage.wrapped rule 3)
     # The cell's kb.records.verdict.scope (architectures, ranges): what its verdict needs.
     scope: dict | None = field(default=None, hash=False, compare=False)
 
@@ -76,14 +84,20 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
     for cell in site.cells:
         def make(cell=cell) -> list[Rule]:
             made = []
+            seen = set()
             for signature in cell.entry.signatures:
-                compiled = patterns.compile_signature(signature.text, signature.match)
+                # Capability numbers vary within the cell's architectures (kb.records.patterns.widen):
+                # two signatures that then say the same are one rule (the first), not twice the score.
+                compiled = patterns.compile_signature(signature.text, signature.match, cell.entry.hardware.architectures)
                 symptom = signature.kind == "symptom"
                 source = patterns.search_source(compiled, signature.kind)
+                if source in seen:
+                    continue
+                seen.add(source)
                 weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
                 made.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
                                  site.url(cell), cell.entry.title, compiled.words, signature.generic,
-                                 verdict.scope(cell.entry)))
+                                 scope=verdict.scope(cell.entry), edges=compiled.edges))
             return made
         if cache is None:
             out += make()
@@ -95,7 +109,7 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
 
 
 MATCH_MODULES = [
-    "kb.triage.match", "kb.records.verdict", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
+    "kb.triage.match", "kb.triage.wrapped", "kb.records.verdict", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
     "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
 ]
 
@@ -169,8 +183,15 @@ class Matcher:
         # Every anchor of a line at once (overlapping): which rules a candidate line is tested against.
         self._automaton = ahocorasick_rs.BytesAhoCorasick([a.encode() for a in anchors]) if anchors else None
         self._longest = max(map(len, anchors), default=1)
-        self._options = [_options(r) for r in rule_list if r.anchor]
+        self._anchored = [r for r in rule_list if r.anchor]
+        self._options = [_options(r) for r in self._anchored]
+        self._wrap = {id(r): wrapped.Rule(i, r.anchor, opts, r.words, r.source, r.edges, r.signature)
+                      for i, (r, opts) in enumerate(zip(self._anchored, self._options))}
+        self._word_bytes = {id(r): tuple(w.encode() for w in r.words) for r in self._anchored}
+        self._option_bytes = {id(r): tuple(w.encode() for w in opts) for r, opts in zip(self._anchored, self._options)}
         self._first = _Prefilter(self._options)
+        self._limit = 0  # while scanning: where the whole lines in the buffer end
+        self._head = False  # while scanning: the buffer starts inside a line cut into pieces
 
     def match_line(self, line: str) -> list[Rule]:
         """The rules one line satisfies (used by tests and by `scan`)."""
@@ -202,29 +223,49 @@ class Matcher:
             return []
         prefilter = self._first.copy()
         buffer = bytearray()
-        held = 0  # bytes at the start of `buffer` carried over: the unfinished last line
-        number = 1  # number of the line at buffer[0]
+        held = 0  # bytes at the start of `buffer` carried over
+        behind = 0  # of them, the lines already scanned, kept as the lines before the next ones
+        number = 1  # number of the line at buffer[behind]
+        self._head = False
         while True:
             got = _fill(stream, buffer, held, CHUNK)
             done = got == 0
             size = held + got
-            if size == 0:
+            if size == behind:
                 break
-            cut = size if done else buffer.rfind(b"\n", 0, size) + 1
-            if cut == 0:
-                if size < MAX_LINE:
+            stop = limit = size if done else buffer.rfind(b"\n", behind, size) + 1
+            if limit == 0:
+                if size - behind < MAX_LINE:
                     held = size
                     continue
-                cut = size  # a line longer than MAX_LINE: look at it in pieces
-            start = 0
-            while start < cut:
-                end = _block_end(buffer, start, cut)
+                stop = limit = size  # a line longer than MAX_LINE: look at it in pieces
+            elif not done:
+                # The last whole lines wait for the next read: a line's continuation is read with it.
+                for _ in range(wrapped.LINES - 1):
+                    stop = buffer.rfind(b"\n", behind, stop - 1) + 1 or behind if stop > behind else behind
+                if stop == behind:
+                    held = size
+                    continue
+            self._limit = limit
+            start = behind
+            while start < stop:
+                end = _block_end(buffer, start, stop)
                 number = self._scan_block(buffer, start, end, number, hits, prefilter)
                 start = end
-            held = size - cut
-            buffer[:held] = buffer[cut:size]
             if done:
                 break
+            keep = stop
+            if stop == size:  # in pieces: the next read starts inside this line
+                self._head = True
+            else:
+                for _ in range(wrapped.LINES - 1):
+                    keep = buffer.rfind(b"\n", 0, keep - 1) + 1 if keep > 0 else 0
+                self._head = self._head and keep == 0
+            held = size - keep
+            buffer[:held] = buffer[keep:size]
+            behind = stop - keep
+        for hit in hits.values():
+            hit.lines.sort()
         return sorted(hits.values(), key=lambda h: (-h.score, h.entry))
 
     def _scan_block(self, buffer: bytearray, start: int, end: int, number: int, hits: dict[str, Hit],
@@ -239,25 +280,112 @@ class Matcher:
             number += lower.count(b"\n", counted, line_start)
             counted = line_start
             anchors = self._anchors_in(lower, line_start, line_end)
+            away = prefilter.away_in(lower, line_start, line_end)
             confirmed = []
-            if anchors:
+            context, found = None, False
+            if anchors or away:
                 raw = buffer[start + line_start: start + line_end]
                 text = raw.decode("utf-8", errors="replace").rstrip("\r")
-                confirmed = self._confirm(text, [r for a in sorted(anchors) for r in self._anchor_rules[a]])
-            if not confirmed:
+                candidates = [r for a in sorted(anchors) for r in self._anchor_rules[a]]
+                confirmed = self._confirm(text, candidates) if candidates else []
+                for rule in confirmed:
+                    self._record(hits, rule, {number: text})
+                # A rule the line holds a search word of but not all its words may be wrapped over lines.
+                tried = [r for r in candidates if r not in confirmed] + [self._anchored[i] for i in away]
+                if tried:
+                    tried = self._may_wrap(tried, lower, line_start, line_end)
+                context, found = self._wrapped(hits, tried, lambda: self._context(
+                    buffer, start + line_start, start + line_end, text), number, 0)
+            if not confirmed and not found:
                 if prefilter.wasted(words, lower, line_end):
                     lines = prefilter.lines(lower, line_end + 1)  # the lines after this one, with the new words
-                continue
-            for rule in confirmed:
-                hit = hits.setdefault(rule.entry, Hit(rule.entry, rule.url, rule.title))
-                hit.specific = hit.specific or not rule.generic
-                if rule.signature not in hit.signatures:
-                    hit.signatures[rule.signature] = rule.weight
-                    hit.score = round(hit.score + rule.weight, 3)
-                if number not in hit.texts:
-                    hit.lines.append(number)
-                    hit.texts[number] = text
+                    # A rule whose word changed here is looked for in the runs holding this line and the next.
+                    self._wrapped(hits, [self._anchored[i] for i in prefilter.moved], lambda: context or self._context(
+                        buffer, start + line_start, start + line_end, None), number, 1)
         return number + lower.count(b"\n", counted)
+
+    def _may_wrap(self, rules: list[Rule], lower: bytearray, line_start: int, line_end: int) -> list[Rule]:
+        """The rules that runs of lines holding lower[line_start:line_end] may show (kb.triage.wrapped
+        rule 3): the line lacks one of their words, and each word they are looked for by is whole in
+        the lines around it (when the block holds them all)."""
+        region = _region(lower, line_start, line_end)
+        around: dict[bytes, bool] = {}
+        out = []
+        for rule in rules:
+            if region is not None:
+                whole = True
+                for word in self._option_bytes[id(rule)]:
+                    if word not in around:
+                        around[word] = lower.find(word, *region) != -1
+                    if not around[word]:
+                        whole = False
+                        break
+                if not whole:
+                    continue
+            if not all(lower.find(w, line_start, line_end) != -1 for w in self._word_bytes[id(rule)]):
+                out.append(rule)
+        return out
+
+    def _record(self, hits: dict[str, Hit], rule: Rule, texts: dict[int, str]) -> None:
+        hit = hits.setdefault(rule.entry, Hit(rule.entry, rule.url, rule.title))
+        hit.specific = hit.specific or not rule.generic
+        if rule.signature not in hit.signatures:
+            hit.signatures[rule.signature] = rule.weight
+            hit.score = round(hit.score + rule.weight, 3)
+        for number, text in texts.items():
+            if number not in hit.texts:
+                hit.lines.append(number)
+                hit.texts[number] = text
+
+    def _wrapped(self, hits: dict[str, Hit], rules: list[Rule], context, number: int,
+                 after: int) -> tuple[wrapped.Lines | None, bool]:
+        """Look for `rules` wrapped over runs of lines (kb.triage.wrapped) that hold line `number`
+        and, with `after` 1, the next line too. `context()` gives the lines around it
+        (wrapped.Lines, the line at index LINES - 1), made only when there are rules to look for.
+        The runs found are recorded. Returns the lines (None if never made) and whether any run
+        was found."""
+        if not rules:
+            return None, False
+        lines = context()
+        at = wrapped.LINES - 1
+        found = False
+        if lines.texts[at] is None:
+            return lines, False
+        for rule in rules:
+            wrap = self._wrap[id(rule)]
+            if not lines.may_show(wrap, at):
+                continue
+            for a, b in lines.find(wrap, at, at + after):
+                found = True
+                self._record(hits, rule, {number - at + i: lines.texts[i] for i in range(a, b + 1)})
+        return lines, found
+
+    def _context(self, buffer: bytearray, line_start: int, line_end: int, text: str | None) -> wrapped.Lines:
+        """The line buffer[line_start:line_end] (`text`, decoded, when known) with the LINES - 1
+        lines before and after it that the buffer holds (None where it holds none, or only part
+        of a line cut into pieces, or a line longer than wrapped.LONG)."""
+        def decoded(s: int, e: int) -> str | None:
+            if (s == 0 and self._head) or e - s > 4 * wrapped.LONG:
+                return None
+            return buffer[s:e].decode("utf-8", errors="replace").rstrip("\r")
+
+        side = wrapped.LINES - 1
+        texts: list[str | None] = [None] * (2 * side + 1)
+        texts[side] = decoded(line_start, line_end) if text is None or (line_start == 0 and self._head) else text
+        s = line_start
+        for k in range(side - 1, -1, -1):
+            if s == 0:
+                break
+            p = buffer.rfind(b"\n", 0, s - 1) + 1 if s > 1 else 0
+            texts[k], s = decoded(p, s - 1), p
+        e = line_end
+        for k in range(side + 1, 2 * side + 1):
+            if e + 1 >= self._limit:
+                break
+            n = buffer.find(b"\n", e + 1, self._limit)
+            n = self._limit if n == -1 else n
+            texts[k], e = decoded(e + 1, n), n
+        return wrapped.Lines(texts)
 
     def _anchors_in(self, lower: bytearray, start: int, end: int) -> set[str]:
         """The anchors in lower[start:end], one line: the rules it is tested against. Looked for
@@ -298,6 +426,23 @@ def scopes(rule_list: list[Rule]) -> dict[str, dict]:
     return {r.entry: r.scope for r in rule_list if r.scope is not None}
 
 
+def _region(lower: bytearray, line_start: int, line_end: int) -> tuple[int, int] | None:
+    """(start, end) of the wrapped.LINES - 1 lines before and after lower[line_start:line_end]
+    with it, or None when they do not all lie in `lower` (one block of whole lines)."""
+    start = line_start
+    for _ in range(wrapped.LINES - 1):
+        if start == 0:
+            return None
+        start = lower.rfind(b"\n", 0, start - 1) + 1 if start > 1 else 0
+    end = line_end
+    for _ in range(wrapped.LINES - 1):
+        if end + 1 >= len(lower):
+            return None
+        newline = lower.find(b"\n", end + 1)
+        end = newline if newline != -1 else len(lower)
+    return start, end
+
+
 def _fill(stream: BinaryIO, buffer: bytearray, at: int, size: int) -> int:
     """Read up to `size` bytes into buffer[at:], fewer only at the end of the stream. The buffer
     grows as it fills (doubling): a short log never costs a CHUNK of memory."""
@@ -336,13 +481,17 @@ def _rarity(word: str) -> tuple[bool, int, str]:
     return (any(c == "_" or c.isdigit() for c in word), len(word), word)
 
 
+OPTIONS = 3  # words a block scan may look for a rule by: a wrapped line must hold each whole
+
+
 def _options(rule: Rule) -> tuple[str, ...]:
-    """The words a block scan may look for to find the lines of `rule`: its anchor first, then its
-    other words long enough to be rare, code identifiers and long words first. Every line the rule
-    matches holds each of them (`words`), so any one of them finds all its lines."""
+    """The words a block scan may look for to find the lines of `rule`: its anchor first, then up
+    to OPTIONS - 1 of its other words long enough to be rare, code identifiers and long words
+    first. Every line the rule matches holds each of them (`words`), so any one of them finds all
+    its lines; lines a message is wrapped over hold each of them whole (kb.triage.wrapped)."""
     rest = sorted((w for w in rule.words if w != rule.anchor and len(w) >= patterns.MIN_ANCHOR
                    and not w.isdigit()), key=_rarity, reverse=True)
-    return (rule.anchor, *rest)
+    return (rule.anchor, *rest[:OPTIONS - 1])
 
 
 class _Prefilter:
@@ -364,16 +513,24 @@ class _Prefilter:
         self.given_up: set[str] = set()  # words some rule moved away from: no rule moves to them
         self.waste: dict[str, int] = {}
         self.limit: dict[str, int] = {}
+        self.moved: list[int] = []  # the rules whose word the last `wasted` changed
         self._build()
 
     def copy(self) -> _Prefilter:
         """A fresh start for one scan, sharing the automata (they are never changed, only replaced)."""
         fresh = copy.copy(self)
         fresh.choice, fresh.given_up, fresh.waste, fresh.limit = list(self.choice), set(self.given_up), {}, {}
+        fresh.moved = []
         return fresh
+
+    def away_in(self, lower: bytearray, start: int, end: int) -> list[int]:
+        """The rules that look for a word other than their anchor, and find it in lower[start:end]."""
+        return [i for i in self.away if lower.find(self.away_words[i], start, end) != -1]
 
     def _build(self) -> None:
         chosen = [opts[i] for opts, i in zip(self.options, self.choice)]
+        self.away = [i for i, c in enumerate(self.choice) if c]
+        self.away_words = {i: chosen[i].encode() for i in self.away}
         labels: list[str | None] = sorted(set(chosen))
         pieces = [w.encode() for w in labels]
         if any(w != opts[0] and ("i" in w or "k" in w) for w, opts in zip(chosen, self.options)):
@@ -447,6 +604,7 @@ class _Prefilter:
             return counts[word]
 
         moved = False
+        self.moved = []
         for word in noisy:
             for i, opts in enumerate(self.options):
                 if opts[self.choice[i]] != word:
@@ -456,6 +614,7 @@ class _Prefilter:
                 if rarest is not None and 2 * frequency(opts[rarest]) < frequency(word):
                     self.choice[i] = rarest
                     self.given_up.add(word)
+                    self.moved.append(i)
                     moved = True
         if moved:
             self._build()
@@ -469,10 +628,12 @@ def export(rule_list: list[Rule]) -> dict:
         "window": WINDOW,
         "passes": normalise.MAX_PASSES,
         "normalise": normalise.export(),
+        "wrapped": wrapped.export(),
         "logfacts": logfacts.export(),
         "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
-                   "anchor": r.anchor, "words": list(r.words), "weight": r.weight, "url": r.url, "title": r.title,
-                   "generic": r.generic}
+                   "anchor": r.anchor, "words": list(r.words), "options": list(_options(r)) if r.anchor else [],
+                   "edges": list(r.edges),
+                   "weight": r.weight, "url": r.url, "title": r.title, "generic": r.generic}
                   for r in rule_list],
         "cells": dict(sorted(scopes(rule_list).items())),
         "verdicts": verdict.MATCH_TITLES,

@@ -105,7 +105,8 @@
       }).then(function (data) {
         var normalise = kbNormalise.compile(data.normalise);
         var byAnchor = {};
-        data.rules.forEach(function (rule) {
+        data.rules.forEach(function (rule, key) {
+          rule.key = key;
           rule.regex = new RegExp(rule.source);
           (byAnchor[rule.anchor] = byAnchor[rule.anchor] || []).push(rule);
         });
@@ -113,7 +114,10 @@
         (data.evidence || []).forEach(function (rule) {
           rule.regexes = rule.numbers.map(function (source) { return new RegExp(source); });
         });
-        return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window,
+        var w = data.wrapped;
+        var wrap = { lines: w.lines, long: w.long, fence: w.fence, ansi: new RegExp(w.ansi, "g"),
+                     prefixes: w.prefixes.map(function (source) { return new RegExp(source); }) };
+        return { normalise: normalise, byAnchor: byAnchor, anchors: anchors, window: data.window, wrap: wrap,
                  passes: data.passes, request: compileRequest(data.request), evidence: data.evidence || [],
                  cells: data.cells, logfacts: data.logfacts, verdicts: data.verdicts, results: data.results || {} };
       });
@@ -125,41 +129,164 @@
     return kbNormalise.normalise(e.normalise, e.passes, line);  // shared with the search box
   }
 
+  // Messages wrapped over two or three lines (kb/triage/wrapped.py, whose docstring gives the rules
+  // 1-5 applied here in the same order; patterns.json `wrapped` holds its data).
+  function asciiLower(text) { return text.replace(/[A-Z]+/g, function (s) { return s.toLowerCase(); }); }
+
+  function splitLine(w, line) {  // [quote markers, log prefix, body], as wrapped.split
+    var text = line.toLowerCase().replace(w.ansi, "");
+    var found = w.prefixes[0].exec(text);
+    var quote = found ? found[0].replace(/[ \t]+/g, "") : "";
+    if (found) text = text.slice(found[0].length);
+    var rest = text;
+    for (;;) {
+      var before = rest;
+      w.prefixes.forEach(function (rule) {
+        var m = rule.exec(rest);
+        if (m) rest = rest.slice(m[0].length);
+      });
+      rest = rest.replace(/^[ \t]+/, "");
+      if (rest === before) break;
+    }
+    return [quote, text.slice(0, text.length - rest.length).replace(/[ \t]+/g, ""), rest.replace(/[ \t]+$/, "")];
+  }
+
+  function broken(word, lines) {  // broken over two consecutive lines, as wrapped._broken
+    for (var k = 0; k + 1 < lines.length; k++) {
+      var first = lines[k].replace(/[ \t]+$/, "");
+      for (var m = 1; m < word.length; m++) {
+        if (first.slice(-m) === word.slice(0, m) && first.length >= m && lines[k + 1].indexOf(word.slice(m)) >= 0) return true;
+      }
+    }
+    return false;
+  }
+
+  function inText(e, found, rule) {  // wrapped._in_text
+    if (found === null || /[0-9]/.test(found[0])) return true;
+    if (rule.forms === undefined) rule.forms = [rule.signature.toLowerCase(), normalise(e, rule.signature)];
+    return rule.forms.some(function (form) { return form.indexOf(found[0]) >= 0; });
+  }
+
+  function edge(word, pair, line) {  // in the line, or broken over the pair (wrapped._edge)
+    return line.indexOf(word) >= 0 || broken(word, pair);
+  }
+
+  function joins(bodies) {
+    var out = [bodies[0]];
+    bodies.slice(1).forEach(function (body) {
+      var next = [];
+      out.forEach(function (t) { next.push(t + body, t + " " + body); });
+      out = next;
+    });
+    return out;
+  }
+
+  function Wrapped(e, texts) {
+    var ascii = {}, parts = {}, normal = {}, shown = {}, w = e.wrap;
+    function asc(i) { if (!(i in ascii)) ascii[i] = asciiLower(texts[i]); return ascii[i]; }
+    function part(i) { if (!(i in parts)) parts[i] = splitLine(w, texts[i]); return parts[i]; }
+    function shows(rule, a, b) {
+      var key = rule.key + ":" + a + ":" + b;
+      if (!(key in shown)) shown[key] = decide(rule, a, b);
+      return shown[key];
+    }
+    function alone(rule, i) {  // the line shows the rule on its own (lines of at most `long` characters)
+      var lower = texts[i].toLowerCase();
+      return asc(i).indexOf(rule.anchor) >= 0 && rule.words.every(function (word) { return lower.indexOf(word) >= 0; }) &&
+        rule.regex.test(normalise(e, texts[i]));
+    }
+    function decide(rule, a, b) {
+      if (a < 0 || b >= texts.length) return false;
+      var span = [];
+      for (var i = a; i <= b; i++) span.push(i);
+      if (span.some(function (k) { return texts[k].length > w.long; })) return false;
+      var lowered = span.map(asc), n = lowered.length;
+      if (!lowered.slice(0, -1).every(function (l) { return inText(e, /[a-z0-9_]+(?=[^a-z0-9_]*$)/.exec(l), rule); })) return false;
+      if (rule.edges.length && !(edge(rule.edges[0], [lowered[0], lowered[1]], lowered[0]) &&
+                                 edge(rule.edges[rule.edges.length - 1], [lowered[n - 2], lowered[n - 1]], lowered[n - 1]))) return false;
+      if (!rule.options.every(function (word) { return lowered.some(function (l) { return l.indexOf(word) >= 0; }); })) return false;
+      if (lowered.some(function (l) { return rule.words.every(function (word) { return l.indexOf(word) >= 0; }); })) return false;
+      if (!rule.words.every(function (word) {
+        return lowered.some(function (l) { return l.indexOf(word) >= 0; }) || broken(word, lowered);
+      })) return false;
+      if (span.some(function (k) { return alone(rule, k); })) return false;
+      var p = span.map(part);
+      if (p.some(function (x) { return !x[2] || x[2].indexOf(w.fence) === 0; })) return false;
+      if (p.slice(1).some(function (x) { return x[0] !== p[0][0] || (x[1] !== "" && x[1] !== p[0][1]); })) return false;
+      if (!p.slice(1).every(function (x) { return inText(e, /[a-z0-9_]+/.exec(asciiLower(x[2])), rule); })) return false;
+      if (b - a === 2 && (shows(rule, a, a + 1) || shows(rule, a + 1, b))) return false;
+      var k = a + ":" + b;
+      if (!(k in normal)) normal[k] = joins(p.map(function (x) { return x[2]; })).map(function (t) { return normalise(e, t); });
+      return normal[k].some(function (t) { return rule.regex.test(t); });
+    }
+    return { find: function (rule, lo, hi) {
+      var found = [];
+      for (var size = 2; size <= w.lines; size++) {
+        for (var a = hi - size + 1; a <= lo; a++) if (shows(rule, a, a + size - 1)) found.push([a, a + size - 1]);
+      }
+      return found;
+    } };
+  }
+
+  function record(hits, rule, numbers, texts) {
+    var hit = hits[rule.entry] = hits[rule.entry] ||
+      { entry: rule.entry, url: rule.url, title: rule.title, score: 0, lines: [], texts: {}, signatures: [] };
+    hit.specific = hit.specific || !rule.generic;
+    if (!hit.signatures.some(function (s) { return s[0] === rule.signature; })) {
+      hit.signatures.push([rule.signature, rule.weight]);
+      hit.score = Math.round((hit.score + rule.weight) * 1000) / 1000;
+    }
+    numbers.forEach(function (n) { if (!(n in hit.texts)) { hit.lines.push(n); hit.texts[n] = texts[n - 1]; } });
+  }
+
   function match(e, text) {
     var hits = {};
     var lines = text.split("\n");
+    var all = lines.map(function (raw) { return raw.replace(/\r$/, ""); });
+    var wrapped = Wrapped(e, all);
     lines.forEach(function (raw, i) {
-      var line = raw.replace(/\r$/, "");
+      var line = all[i];
       var lower = line.toLowerCase();
-      var candidates = [];
-      e.anchors.forEach(function (a) { if (lower.indexOf(a) >= 0) candidates = candidates.concat(e.byAnchor[a]); });
-      candidates = candidates.filter(function (rule) {
+      var anchored = [];
+      e.anchors.forEach(function (a) { if (lower.indexOf(a) >= 0) anchored = anchored.concat(e.byAnchor[a]); });
+      var candidates = anchored.filter(function (rule) {
         return rule.words.every(function (w) { return lower.indexOf(w) >= 0; });
       });
-      if (!candidates.length) return;
-      // Long lines are matched in windows around their anchor words, as in `kb match`.
-      var texts;
-      if (line.length <= 2 * e.window) {
-        texts = [normalise(e, line)];
-      } else {
-        var starts = {};
-        candidates.forEach(function (rule) { var p = lower.indexOf(rule.anchor); if (p >= 0) starts[p] = true; });
-        texts = Object.keys(starts).map(Number).sort(function (a, b) { return a - b; }).map(function (p) {
-          return normalise(e, line.slice(Math.max(0, p - e.window), p + e.window));
+      var confirmed = matchLine(e, line, lower, candidates);
+      confirmed.forEach(function (rule) { record(hits, rule, [i + 1], all); });
+      // A rule the line holds a search word of but not all its words may be wrapped over lines.
+      var ascii = asciiLower(line);
+      anchored.forEach(function (rule) {
+        if (confirmed.indexOf(rule) >= 0 || rule.words.every(function (w) { return ascii.indexOf(w) >= 0; })) return;
+        wrapped.find(rule, i, i).forEach(function (run) {
+          var numbers = [];
+          for (var n = run[0]; n <= run[1]; n++) numbers.push(n + 1);
+          record(hits, rule, numbers, all);
         });
-      }
-      candidates.forEach(function (rule) {
-        if (!texts.some(function (t) { return rule.regex.test(t); })) return;
-        var hit = hits[rule.entry] = hits[rule.entry] ||
-          { entry: rule.entry, url: rule.url, title: rule.title, score: 0, lines: [], texts: {}, signatures: [] };
-        hit.specific = hit.specific || !rule.generic;
-        if (!hit.signatures.some(function (s) { return s[0] === rule.signature; })) {
-          hit.signatures.push([rule.signature, rule.weight]);
-          hit.score = Math.round((hit.score + rule.weight) * 1000) / 1000;
-        }
-        if (!(i + 1 in hit.texts)) { hit.lines.push(i + 1); hit.texts[i + 1] = line; }
       });
     });
+    Object.keys(hits).forEach(function (k) { hits[k].lines.sort(function (a, b) { return a - b; }); });
+    return finish(e, text, lines, hits);
+  }
+
+  // The rules of `candidates` (anchor and words in the line) whose pattern matches the line.
+  function matchLine(e, line, lower, candidates) {
+    if (!candidates.length) return [];
+    // Long lines are matched in windows around their anchor words, as in `kb match`.
+    var texts;
+    if (line.length <= 2 * e.window) {
+      texts = [normalise(e, line)];
+    } else {
+      var starts = {};
+      candidates.forEach(function (rule) { var p = lower.indexOf(rule.anchor); if (p >= 0) starts[p] = true; });
+      texts = Object.keys(starts).map(Number).sort(function (a, b) { return a - b; }).map(function (p) {
+        return normalise(e, line.slice(Math.max(0, p - e.window), p + e.window));
+      });
+    }
+    return candidates.filter(function (rule) { return texts.some(function (t) { return rule.regex.test(t); }); });
+  }
+
+  function finish(e, text, lines, hits) {
     matchEvidence(e, lines, hits);
     // What the log says of its machine decides each cell's verdict, as in `kb match` (which reads
     // the facts from a log's first 4 MiB; a pasted log is read whole).
