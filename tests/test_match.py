@@ -68,7 +68,7 @@ def test_triage_page_agrees_with_kb_match_on_every_vector(live_site, page, cli_r
             if expected:
                 first = page.locator(".kb-triage__link").first
                 assert first.get_attribute("href") == "/" + expected[0]["url"]
-                assert page.locator(".kb-triage__results mark").first.inner_text().strip() in [l.strip() for l in vector["log"]]
+                assert page.locator(".kb-triage__results mark").first.text_content().strip() in [l.strip() for l in vector["log"]]
                 assert page.locator(".kb-triage__new").is_hidden()
 
 
