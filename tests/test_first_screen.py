@@ -229,7 +229,7 @@ def test_skip_link_footer_feed_and_home_title(site, cells, page):
         footer = page.locator("footer.kb-footer")
         assert footer.locator(f"a[href='{REPO}']").count() == 1
         assert footer.locator("a[href='https://creativecommons.org/licenses/by/4.0/']").count() == 1
-        feed = page.locator("link[rel=alternate][type='application/atom+xml']").get_attribute("href")
+        feed = page.locator("link[rel~=alternate][type='application/atom+xml']").get_attribute("href")
         assert feed.endswith("feed.xml") and page.request.get(urljoin(page.url, feed)).ok
         page.goto(base)
         assert page.title().count("Blackwell serving failures") == 1

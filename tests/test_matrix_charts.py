@@ -221,7 +221,7 @@ def test_matrix_page_in_chromium(live_site, page):
         for i in range(filled.count()):
             td = filled.nth(i)
             count = int(td.get_attribute("data-count"))
-            assert td.locator("a.kb-matrix__count").inner_text() == f"{count} cell{'s' if count != 1 else ''}"
+            assert td.locator("a.kb-matrix__count").inner_text() == f"{count} failure{'s' if count != 1 else ''}"
             items = td.locator("li.kb-matrix__item")
             tallies = td.locator("li.kb-matrix__tally")
             if count <= matrix.INLINE:
@@ -295,7 +295,7 @@ def test_crowded_grid_cells_show_counts_and_link_their_listing(monkeypatch):
             for item in gc.items:
                 assert str(escape("; ".join(item.versions))) in listing
             if gc.items:
-                assert f'href="{posixpath.relpath(gc.url, matrix.URL)}/">{count} cell' in td
+                assert f'href="{posixpath.relpath(gc.url, matrix.URL)}/">{count} failure' in td
                 tallies = re.findall(r'class="kb-matrix__tally[^"]*" data-status="([^"]+)" data-count="(\d+)"', td)
                 assert tallies == [(state, str(n)) for state, n in gc.statuses()]
                 assert sum(int(n) for _, n in tallies) == count
@@ -310,7 +310,7 @@ def test_gpu_names_in_no_column_link_their_listing():
     assert unmapped
     for gpu, cells in unmapped:
         url = facets.key(gpu)
-        assert f'href="../by/gpu/{url}/">' in body and f"({len(cells)} cell" in body
+        assert f'href="../by/gpu/{url}/">' in body and f"({len(cells)} failure" in body
 
 
 def test_matrix_url_is_published():

@@ -294,7 +294,7 @@ def test_the_matrix_summarises_crowded_grid_cells(synthetic):
     built = matrix.build(site.cells)
     for row in built.rows:
         for gc in row.cells:
-            assert f'href="{posixpath.relpath(gc.url, matrix.URL)}/">{len(gc.items)} cells</a>' in body
+            assert f'href="{posixpath.relpath(gc.url, matrix.URL)}/">{len(gc.items)} failures</a>' in body
             assert not gc.inline  # at N = 1,000 every grid cell is a count, by status
     cell_urls = {site.url(c) for c in site.cells}
     assert _links(pages[matrix.URL]) & cell_urls == set()  # counts only: no cell is listed on the grid

@@ -98,7 +98,7 @@ def feed(site: Site, site_url: str | None) -> str:
     self_url = absolute(site_url, "feed.xml")
     lines = ['<?xml version="1.0" encoding="utf-8"?>',
              '<feed xmlns="http://www.w3.org/2005/Atom">',
-             "  <title>Blackwell serving failures: new and updated cells</title>",
+             "  <title>Blackwell serving failures: new and updated failures</title>",
              f"  <id>{escape(site_url or 'urn:blackwell-serving-failures:feed')}</id>",
              f"  <updated>{newest}T00:00:00Z</updated>",
              f"  <link rel=\"self\" href={quoteattr(self_url)}/>",

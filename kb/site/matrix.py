@@ -224,16 +224,16 @@ def pages(renderer) -> list[Page]:
                        *[part for item in items for part in (renderer.site.shown(item.cell), *item.versions, "")]]
                 out.append(renderer._cached(key, lambda: Page(
                     paging.url, paged_title(title, paging),
-                    f"{len(gc.items)} Blackwell serving failure cell(s) with {row.name} on {gc.hardware_name}.",
+                    f"{len(gc.items)} Blackwell serving failure(s) with {row.name} on {gc.hardware_name}.",
                     renderer._render("matrix_listing.html", paging.url, title=title, items=items, unplaced=None,
                                      paging=paging), "index")))
-    title = "Cells not on the serving matrix"
+    title = "Failures not on the serving matrix"
     for paging, unplaced in paginate(NOT_PLACED_URL, list(matrix.unplaced)):
         key = ["matrix unplaced", paging.key,
                *[part for cell, why in unplaced for part in (renderer.site.shown(cell), why)]]
         out.append(renderer._cached(key, lambda: Page(
             paging.url, paged_title(title, paging),
-            f"{len(matrix.unplaced)} cell(s) whose GPUs or components name no column or row of the "
+            f"{len(matrix.unplaced)} failure(s) whose GPUs or components name no column or row of the "
             "serving matrix, and why.",
             renderer._render("matrix_listing.html", paging.url, title=title, items=None, unplaced=unplaced,
                              paging=paging), "index")))

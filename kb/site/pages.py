@@ -164,14 +164,14 @@ class Renderer:
                                  more=len(e.fixes) + len(e.workarounds) > 1), "pointer", e.updated)
 
     def indexes(self) -> list[Page]:
-        pages = [Page("by/", "Browse the index", "Every way to browse the cells: by GPU, architecture, "
+        pages = [Page("by/", "Browse the index", "Every way to browse the failures: by GPU, architecture, "
                       "component, symptom, status and upstream repository.",
                       self._render("browse.html", "by/"), "index"),
                  *self.every_failure()]
         for facet, title in facets.FACETS.items():
             groups = self.site.facet_index[facet]
             here = facet_url(facet)
-            pages.append(Page(here, title, f"Cells of the Blackwell serving-failure index, {title.lower()}.",
+            pages.append(Page(here, title, f"Failures in the Blackwell serving-failure index, {title.lower()}.",
                               self._render("facet.html", here, facet=facet, title=title, groups=groups), "index"))
             for value, (name, cells) in groups.items():
                 for paging, chunk in paginate(facet_url(facet, value), cells):
@@ -191,7 +191,7 @@ class Renderer:
 
     def _listing(self, facet, title, value, name, cells, chunk, paging) -> Page:
         return Page(paging.url, paged_title(f"{title.removeprefix('By ').capitalize()}: {name}", paging),
-                    f"{len(cells)} Blackwell serving failure cell(s) for {name}.",
+                    f"{len(cells)} Blackwell serving failure(s) for {name}.",
                     self._render("listing.html", paging.url, facet=facet, facet_title=title, name=name, cells=chunk,
                                  paging=paging, stack_link=my_stack.link(facet, value, name)), "index")
 
