@@ -4,7 +4,7 @@
 collides with a grid's cells), or a record's field path such as `claims[3].as_of`.
 
 Contributor pages, where those words are the subject, are exempt by name (EXEMPT); so are the
-redirect stubs, which show nothing. The triage page is exempt for now: another change rewords it.
+redirect stubs, which show nothing.
 
 The words the templates and pages write must be gone. An entry's own prose ("that cell is ...")
 is content, fixed in the records: a hit whose words stand in a record is counted apart, and
@@ -79,7 +79,6 @@ EXEMPT = {
     "api/": "the JSON API's documentation, naming its fields",
     "performance/": "the build's measurements, for contributors",
     "doctor/": "kb doctor's reference: the record fields it reads and its JSON output's `cells` key",
-    "triage/": "being reworded by another change (issue 24 item 6); checked once that lands",
 }
 
 # (what, pattern): each a word a reader should never meet on a public page.
