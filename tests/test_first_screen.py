@@ -83,14 +83,22 @@ def test_a_long_error_string_is_cut_on_a_phone_and_a_tap_shows_it_whole(site, ce
 
 
 def test_first_screen_says_what_the_record_says(site, cells, page):
-    """The card's lines come from the record: first sentence of the summary, the version range
-    or the words for none, the fix or workaround with its date."""
+    """The card's lines come from the record: the cause (its `cause:`, else the mechanism's first
+    sentence, never the summary's), the version range or the words for none, the fix or workaround
+    with its date; and no section below repeats the cause ("What it is" prints the summary)."""
+    from kb.records import cause as causes
+
+    explicit = 0
     with serve(site) as base:
         for cell in cells.cells:
             e = cell.entry
             page.goto(base + cells.url(cell))
             cause = page.locator(".kb-card__cause").inner_text()
-            assert e.summary.startswith(cause), cell.id
+            assert cause == (e.cause or causes.first_sentence(causes.plain(e.mechanism))), cell.id
+            assert not e.summary.startswith(cause), cell.id
+            explicit += bool(e.cause)
+            what_it_is = page.locator("#what-it-is + p").inner_text()
+            assert what_it_is == " ".join(e.summary.split()) and cause not in what_it_is, cell.id
             affects = page.locator(".kb-card__affects").inner_text()
             assert all(a in affects for a in e.hardware.architectures)
             ranged = [c for c in e.components if c.affected or c.fixed_in]
@@ -99,6 +107,7 @@ def test_first_screen_says_what_the_record_says(site, cells, page):
             else:
                 assert "no affected version range is known" in affects, cell.id
             assert page.locator(".kb-card__fix").evaluate("d => d.previousElementSibling.textContent") == "Do now"
+    assert 0 < explicit < len(cells.cells)  # both ways of giving the cause are shown
 
 
 # The Do-now row's readiness label and the first character of its remedy, as the reader sees them:
