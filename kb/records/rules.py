@@ -229,6 +229,11 @@ RULES = {rule.code: rule for rule in [
               "cause: The Triton decode kernel lowers num_stages only when BLOCK_DMODEL >= 1024, and MLA fixes it at 512.",
          bad="summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n"
              "cause: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first token."),
+    Rule("KB081", "one-spelling", "A GPU name, and a package, is written one way across the index: two spellings that differ only in letter case, spaces or punctuation (any sm_120 build target, any SM120 build target) would be two groups on the browse pages and in the search menus; write the spelling most cells use (for a package, the one the index lists).",
+         good=_A + _SIG_A + _REL_A + "hardware: {architectures: [sm_120], gpus: [RTX 5090 D]}\n"
+              + _B + _SIG_B + _REL_B + "hardware: {architectures: [sm_120], gpus: [RTX 5090 D, RTX 5090]}\n",
+         bad=_A + _SIG_A + _REL_A + "hardware: {architectures: [sm_120], gpus: [RTX 5090 D]}\n"
+             + _B + _SIG_B + _REL_B + "hardware: {architectures: [sm_120], gpus: [RTX 5090D]}\n"),
     # The redirects file and the site as a whole (kb.records.redirects, kb.site.urls): checked
     # by `kb check` on the repository's entries and by `kb build` before the engine runs.
     Rule("KB070", "redirect-url", "Each line of kb/redirects.yaml maps a site URL to a site URL, both in the form the site's own URLs take: relative to the site root (no leading '/'), segments of letters, digits and - . _ ~ only (no '..', '.', '//', '\\', '%', space or invisible character), a page in directory form 'x/' or a .json export.",

@@ -71,7 +71,7 @@ class Renderer:
         self.env.globals.update(
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
-            package_name=facets.package_name, repository=facets.repository, repo_url=repo_url,
+            package_name=facets.package_name, component_name=facets.component_name, repository=facets.repository, repo_url=repo_url,
             do_now=remedies.do_now, cause_of=cause.shown, checked_on=freshness.checked,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
