@@ -10,13 +10,11 @@ these functions, nothing here renders HTML.
 from __future__ import annotations
 
 import re
-
-from markdown_it import MarkdownIt
+from functools import cache
 
 # The end of a sentence: ., ! or ? then a space and a capital, not after "e.g", "i.e", "vs" or "etc".
 _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+(?:[._'][a-z0-9]+)*")
-_PARSER = MarkdownIt("commonmark").enable("table")
 
 MAX_WORDS = 35  # a cause longer than this is a paragraph, not a line (KB080)
 # A cause repeats the summary when at least this share of its words (distinct, lower case) are
@@ -33,9 +31,17 @@ def first_sentence(text: str) -> str:
     return text[: found.end()] if found else text
 
 
+@cache
+def _parser():
+    # late, as in kb.schema: importing the linter loads no Markdown parser (tests/test_layout.py)
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
 def plain(markdown: str) -> str:
     """The words of the first paragraph of Markdown `markdown`, without markup, on one line."""
-    tokens = _PARSER.parse(markdown)
+    tokens = _parser().parse(markdown)
     for token in tokens:
         if token.type == "inline":
             parts = []
