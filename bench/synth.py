@@ -253,8 +253,8 @@ def _mechanism(rng: random.Random, k: str, arch: str, pkgs: list[str], model: st
     a, b = PACKAGE_TITLE[pkgs[0]], PACKAGE_TITLE[pkgs[-1]]
     smem = rng.choice([99, 100, 101])
     paragraphs = [
-        f"On {arch}, `{k}` from {a} uses a tile tuned for data-centre parts, which needs more than the "
-        f"{smem} KiB of shared memory per block the workstation parts offer. The fallback path that {b} "
+        f"On {arch}, `{k}` from {a} uses a data-centre tile, which needs more than the {smem} KiB of "
+        f"shared memory per block these parts offer. The fallback path that {b} "
         f"documents is skipped because the capability check compares the major version only. The failure "
         f"appears with {model} and "
         f"`{flag}`, and not with the default flags.",
