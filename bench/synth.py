@@ -253,10 +253,10 @@ def _mechanism(rng: random.Random, k: str, arch: str, pkgs: list[str], model: st
     a, b = PACKAGE_TITLE[pkgs[0]], PACKAGE_TITLE[pkgs[-1]]
     smem = rng.choice([99, 100, 101])
     paragraphs = [
-        f"On {arch}, `{k}` is dispatched by {a} with a configuration tuned for data-centre parts: "
-        f"the tile needs more on-chip resources than the {smem} KiB of shared memory per block the "
-        f"workstation parts offer, and the fallback path that {b} documents is skipped because the "
-        f"capability check compares the major version only. The failure appears with {model} and "
+        f"On {arch}, `{k}` from {a} uses a data-centre tile, which needs more than the {smem} KiB of "
+        f"shared memory per block these parts offer. The fallback path that {b} "
+        f"documents is skipped because the capability check compares the major version only. The failure "
+        f"appears with {model} and "
         f"`{flag}`, and not with the default flags.",
         f"The reporter bisected it to the change that made `{k}` the default for FP8 and NVFP4 "
         f"weights ([the synthetic tracker]({link})). Earlier releases picked a smaller tile and ran "

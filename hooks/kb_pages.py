@@ -15,7 +15,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb.site import index, shell, sources
+from kb.site import index, search, shell, sources
 from kb.site.paths import OutsideSite, inside
 from kb.site.generate import GenerateError
 
@@ -45,6 +45,8 @@ def on_config(config):
                   stand_ins={p.src: kind for kind, p in layout.stand_ins.items()}, shells={}, fragments={}, splices={},
                   pages={p.src: p for p in layout.rendered + list(layout.stand_ins.values())})
     extra["kb_sitemap_xml"] = layout.sitemap
+    # The search box's filter menus, filled in every page (theme main.html) rather than on first use.
+    extra["kb_filter_menus"] = search.menus(layout.generated.renderer.site)
     # mkdocs stamps sitemap.xml.gz and page dates with the build time unless told otherwise:
     # use the newest record date, so two builds of one commit give the same bytes.
     os.environ["SOURCE_DATE_EPOCH"] = str(layout.epoch)

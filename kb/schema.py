@@ -532,6 +532,9 @@ class Entry(Record):
 
     title: Text
     summary: LongText
+    # Why it happens, in one sentence: the answer card's Cause line (kb.records.cause). Without it
+    # the card shows the mechanism's first sentence; KB080 checks the one shown.
+    cause: Text | None = None
     symptoms: list[SymptomClass] = Field(min_length=1, max_length=6)
     status: Status
     signatures: list[Signature] = Field(min_length=1, max_length=20)

@@ -83,14 +83,22 @@ def test_a_long_error_string_is_cut_on_a_phone_and_a_tap_shows_it_whole(site, ce
 
 
 def test_first_screen_says_what_the_record_says(site, cells, page):
-    """The card's lines come from the record: first sentence of the summary, the version range
-    or the words for none, the fix or workaround with its date."""
+    """The card's lines come from the record: the cause (its `cause:`, else the mechanism's first
+    sentence, never the summary's), the version range or the words for none, the fix or workaround
+    with its date; and no section below repeats the cause ("What it is" prints the summary)."""
+    from kb.records import cause as causes
+
+    explicit = 0
     with serve(site) as base:
         for cell in cells.cells:
             e = cell.entry
             page.goto(base + cells.url(cell))
             cause = page.locator(".kb-card__cause").inner_text()
-            assert e.summary.startswith(cause), cell.id
+            assert cause == (e.cause or causes.first_sentence(causes.plain(e.mechanism))), cell.id
+            assert not e.summary.startswith(cause), cell.id
+            explicit += bool(e.cause)
+            what_it_is = page.locator("#what-it-is + p").inner_text()
+            assert what_it_is == " ".join(e.summary.split()) and cause not in what_it_is, cell.id
             affects = page.locator(".kb-card__affects").inner_text()
             assert all(a in affects for a in e.hardware.architectures)
             ranged = [c for c in e.components if c.affected or c.fixed_in]
@@ -99,6 +107,7 @@ def test_first_screen_says_what_the_record_says(site, cells, page):
             else:
                 assert "no affected version range is known" in affects, cell.id
             assert page.locator(".kb-card__fix").evaluate("d => d.previousElementSibling.textContent") == "Do now"
+    assert 0 < explicit < len(cells.cells)  # both ways of giving the cause are shown
 
 
 # The Do-now row's readiness label and the first character of its remedy, as the reader sees them:
@@ -325,3 +334,30 @@ def test_a_pointer_page_shows_the_cells_card_and_links_to_it(site, cells, browse
                 wrong.append(f"{cell.id}: {text!r} links to {href}")
     context.close()
     assert wrong == [], "\n".join(wrong)
+
+
+def _newest(values: list[str]) -> str:
+    """The newest of dates written YYYY-MM-DD or YYYY-MM (a month counts as its first day; a day
+    wins over the month-only value of the same month)."""
+    return max(values, key=lambda v: (v + "-01" if len(v) == 7 else v, len(v)))
+
+
+def test_one_checked_date_right_under_the_heading(site, cells, page):
+    """Each cell page says once, right under its heading, when it was last checked against
+    upstream (the newest as_of of its status, upstream links and claims), when it was
+    published, and its citable id; the per-claim dates stay below (the upstream table's Read column)."""
+    with serve(site) as base:
+        for cell in cells.cells:
+            e = cell.entry
+            page.goto(base + cells.url(cell))
+            want = _newest([e.status.as_of] + [link.as_of for link in e.upstream] + [c.as_of for c in e.claims])
+            line = page.locator(".kb-head + p.kb-checked")
+            assert line.count() == 1 and page.locator(".kb-checked").count() == 1, cell.id
+            assert line.inner_text() == (f"Checked against upstream {want} \u00b7 published {e.published} \u00b7 cite as "
+                                         f"{cells.citable[cell.id]}"), cell.id
+            heading = page.locator(".kb-head h1").bounding_box()
+            box = line.bounding_box()
+            lede = page.locator(".kb-lede").bounding_box()
+            assert heading["y"] + heading["height"] <= box["y"] + 1 and box["y"] + box["height"] <= lede["y"] + 1, cell.id
+            read = page.locator("table.kb-upstream tbody tr td:nth-child(4)").all_inner_texts()
+            assert read == [link.as_of for link in e.upstream], cell.id

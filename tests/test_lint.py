@@ -97,9 +97,10 @@ def test_two_cells_sharing_a_first_signature(tmp_path):
     _write(tmp_path, "one.yaml", text)
     _write(tmp_path, "two.yaml", text)
     problems = [p for p in lint.check([tmp_path]).problems if p.code == "KB040"]
+    first = next(n for n, line in enumerate(text.splitlines(), 1) if line.startswith("  - text:"))
     assert [(p.path.name, p.code, p.line, p.loc) for p in problems] == [
-        ("one.yaml", "KB040", 13, "signatures[0].text"),
-        ("two.yaml", "KB040", 13, "signatures[0].text"),
+        ("one.yaml", "KB040", first, "signatures[0].text"),
+        ("two.yaml", "KB040", first, "signatures[0].text"),
     ]
     assert "also listed by two" in problems[0].message
 

@@ -475,3 +475,46 @@ def test_id_lock_rule_examples(tmp_path, code):
         lock.write_text(example.split("# kb/ids.lock", 1)[1].split("\n", 1)[1] + "\n", encoding="utf-8")
         codes = {p.code for p in ids.problems(lock, cells, published)}
         assert (code in codes) if broken else not codes, (code, example, codes)
+
+
+# --- KB080: the card's cause line ---------------------------------------------------------
+
+_SUMMARY = "summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n"
+
+
+@pytest.mark.parametrize("fragment, found", [
+    # the canonical entry's mechanism: its first sentence is shown, and says why
+    ("", []),
+    # a mechanism that opens with the symptom: the error points at the mechanism and asks for a cause
+    (_SUMMARY + "mechanism: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first token. The "
+     "kernel asks for too much.\n", [("KB080", "mechanism", "repeats the summary's first sentence")]),
+    (_SUMMARY + "mechanism: |\n  " + " ".join(["word"] * 36) + ".\n", [("KB080", "mechanism", "36 words long")]),
+    # an explicit cause is checked instead of the mechanism, and shown on the card
+    (_SUMMARY + "mechanism: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first token.\n"
+     "cause: The Triton decode kernel lowers num_stages only for BLOCK_DMODEL >= 1024.\n", []),
+    (_SUMMARY + "cause: " + " ".join(["word"] * 36) + ".\n", [("KB080", "cause", "36 words long, more than the card's 35")]),
+    (_SUMMARY + "cause: An MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n",
+     [("KB080", "cause", "repeats the summary's first sentence (100% of its words")]),
+])
+def test_kb080_cause_line(tmp_path, fragment, found):
+    path = _cell(tmp_path, "a", fragment)
+    if "cause:" not in fragment:  # the card shows the mechanism's first sentence: drop the canonical cause
+        path.write_text(re.sub(r"^cause: >-\n(?:  .*\n)+", "", path.read_text(encoding="utf-8"), flags=re.M),
+                        encoding="utf-8")
+        assert "cause:" not in path.read_text(encoding="utf-8")
+    problems = lint.check([tmp_path]).problems
+    assert [(p.code, p.loc) for p in problems] == [(code, loc) for code, loc, _ in found]
+    for problem, (_, loc, words) in zip(problems, found):
+        assert words in problem.message
+        assert problem.line == _line(path, f"{loc}:")
+        assert f"a.yaml:{problem.line}: {loc}: " in problem.format() and problem.format().endswith("[KB080]")
+
+
+def test_cause_is_plain_text_of_the_mechanisms_first_sentence():
+    from kb.records import cause
+
+    assert cause.plain("The `num_stages` fallback of [the kernel](https://github.com/a/b/pull/1) never\n"
+                       "*runs*. Then more.") == "The num_stages fallback of the kernel never runs. Then more."
+    assert cause.first_sentence("A e.g. B stops. Then C.") == "A e.g. B stops."
+    assert cause.overlap("kernel needs shared memory", "The kernel needs shared memory. More.") == 1.0
+    assert cause.overlap("kernel needs shared memory", "It dies on start. The kernel needs shared memory.") == 0.0

@@ -86,7 +86,77 @@ def test_statuses_in_lifecycle_order_and_components_by_display_name(live_site, p
         assert names == [facets.STATUS_NAMES[s] for s in facets.LIFECYCLE if s in present]
         page.goto(base + "by/component/")
         shown = [a.inner_text() for a in page.locator("article a").all()]
-        wanted = sorted({facets.package_name(c.package) for cell in site.cells for c in cell.entry.components},
+        wanted = sorted({facets.component_name(c.package) for cell in site.cells for c in cell.entry.components},
                         key=str.casefold)
         assert [n for n in shown if n in wanted] == wanted
-        assert "CUDA Toolkit" in shown and "cuda-toolkit" not in shown
+        # The CUDA toolkit is browsed as CUDA: one group, named as the index names it.
+        assert "CUDA" in shown and "CUDA Toolkit" not in shown and "cuda-toolkit" not in shown
+
+
+def _spelling(name: str) -> str:
+    return "".join(ch for ch in name.casefold() if ch.isalnum())
+
+
+def test_one_group_per_gpu_and_component_whatever_the_spelling(live_site, page):
+    """By GPU and By component list each name once, however the records spell it (case, spaces,
+    punctuation: 'any sm_120 build target' and 'any SM120 build target' are one group), the CUDA
+    toolkit under CUDA, and the editions of one card under one family heading."""
+    site = checked_site(ROOT / "kb" / "entries")
+    gpus = {g for c in site.cells for g in c.entry.hardware.gpus}
+    with serve(live_site) as base:
+        for facet in ("gpu", "component"):
+            page.goto(base + f"by/{facet}/")
+            names = [a.inner_text() for a in page.locator("article ul.kb-groups > li > a").all()]
+            assert len(names) > 5
+            spelt = [_spelling(n) for n in names]
+            assert len(spelt) == len(set(spelt)), sorted(n for n in names if spelt.count(_spelling(n)) > 1)
+            counted = sum(int(li.inner_text().rsplit(": ", 1)[1].split()[0])
+                          for li in page.locator("article ul.kb-groups > li").all())
+            if facet == "gpu":
+                assert {_spelling(n) for n in names} == {_spelling(g) for g in gpus}
+                # each cell counted once under each of its GPU names
+                assert counted == sum(len({_spelling(g) for g in c.entry.hardware.gpus}) for c in site.cells)
+        page.goto(base + "by/gpu/")
+        families = page.locator("article h2.kb-family").all_inner_texts()
+        assert families[0] == "GB10" and families[-1] == facets.OTHER_GPUS
+        assert len(families) == len(set(families))
+        pro = page.locator("article h2.kb-family:text-is('RTX PRO 6000') + ul.kb-groups > li > a").all_inner_texts()
+        assert pro == sorted((g for g in gpus if g.startswith("RTX PRO 6000")), key=str.casefold) and len(pro) > 1
+        # the group a spelling-level duplicate used to have sends readers to the one group
+        page.goto(base + "by/gpu/any-sm120-build-target-build-time-failure/")
+        page.wait_for_url(base + "by/gpu/any-sm-120-build-target-build-time-failure/")
+        page.goto(base + "by/component/cuda-toolkit/")
+        page.wait_for_url(base + "by/component/cuda/")
+
+
+_BOX = "() => { const r = document.getElementById('kb-search-input').getBoundingClientRect(); return [r.x, r.width]; }"
+
+
+def test_filter_menus_hold_every_option_and_never_move_the_box(live_site, browser):
+    """The header search's filter menus are written at build time: hovering or focusing one
+    moves the search input by not a pixel, and ArrowDown right after focus offers every option."""
+    site = checked_site(ROOT / "kb" / "entries")
+    from kb.site import search as search_data
+
+    wanted = search_data.menus(site)
+    assert wanted["status"] == [facets.STATUS_NAMES[s] for s in facets.LIFECYCLE
+                                if s in {c.entry.status.state for c in site.cells}]
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    with serve(live_site) as base:
+        for url in ("", "about/", site.url(site.cells[0])):
+            page.goto(base + url)
+            page.wait_for_load_state("load")
+            start = page.evaluate(_BOX)
+            for name in ("component", "architecture", "status"):
+                menu = page.locator(f"#kb-search select[data-filter={name}]")
+                menu.hover()
+                assert page.evaluate(_BOX) == start, (url, name, "hover")
+                menu.focus()
+                shown = menu.evaluate("s => Array.from(s.options, o => o.value)")
+                assert shown == [""] + wanted[name], (url, name)
+                page.keyboard.press("ArrowDown")
+                assert menu.input_value() == wanted[name][0], (url, name)
+                assert page.evaluate(_BOX) == start, (url, name, "focus")
+                menu.select_option("")
+    context.close()

@@ -143,21 +143,55 @@ class Site:
         return found
 
     @cached_property
-    def facet_index(self) -> dict[str, dict[str, tuple[str, list[Cell]]]]:
-        """facet -> value key -> (display name, cells), values and cells in a fixed order."""
+    def _grouped(self) -> tuple[dict, dict]:
+        """(facet -> value key -> (display name, cells), facet -> value key -> the key it is listed
+        under). Values that differ only in spelling (`facets.spelling`: case, spaces, punctuation)
+        are one group, under the spelling most cells use (then the first key): KB081 asks records
+        to write one spelling, and this keeps a slip from splitting a listing meanwhile."""
         index: dict[str, dict[str, tuple[str, list[Cell]]]] = {}
+        listed_under: dict[str, dict[str, str]] = {}
         for facet in facets.FACETS:
             groups: dict[str, tuple[str, list[Cell]]] = {}
             for cell in self.cells:
                 for value, name in facets.values(facet, cell.entry):
                     groups.setdefault(value, (name, []))[1].append(cell)
-            index[facet] = dict(sorted(groups.items(), key=lambda item: facets.order(facet, item[0], item[1][0])))
-        return index
+            by_spelling: dict[str, list[str]] = defaultdict(list)
+            for value, (name, _) in sorted(groups.items()):
+                by_spelling[facets.spelling(name)].append(value)
+            under: dict[str, str] = {}
+            merged: dict[str, tuple[str, list[Cell]]] = {}
+            for values in by_spelling.values():
+                main = min(values, key=lambda v: (-len(groups[v][1]), v))
+                cells = sorted({c.id: c for v in values for c in groups[v][1]}.values(), key=lambda c: c.id)
+                merged[main] = (groups[main][0], cells)
+                under.update({v: main for v in values})
+            index[facet] = dict(sorted(merged.items(), key=lambda item: facets.order(facet, item[0], item[1][0])))
+            listed_under[facet] = under
+        return index, listed_under
+
+    @property
+    def facet_index(self) -> dict[str, dict[str, tuple[str, list[Cell]]]]:
+        """facet -> value key -> (display name, cells), values and cells in a fixed order."""
+        return self._grouped[0]
+
+    def gpu_families(self) -> list[tuple[str, list[tuple[str, str, list[Cell]]]]]:
+        """The By GPU groups under their model families (`facets.gpu_family`): (family, [(value key,
+        display name, cells)]), families in `facets.family_order`, groups in facet order within each."""
+        families: dict[str, tuple[str, list]] = {}
+        for value, (name, cells) in self.facet_index["gpu"].items():
+            family = facets.gpu_family(name)
+            families.setdefault(facets.spelling(family), (family, []))[1].append((value, name, cells))
+        return sorted(families.values(), key=lambda item: facets.family_order(item[0]))
 
     def listed_in(self, cell: Cell) -> list[tuple[str, str, str]]:
-        """(facet title, value name, url) of every index page that lists `cell`."""
-        return [(facets.FACETS[facet], name, facet_url(facet, value))
-                for facet in facets.FACETS for value, name in facets.values(facet, cell.entry)]
+        """(facet title, value name, url) of every index page that lists `cell`, each once."""
+        found: dict[tuple[str, str], tuple[str, str, str]] = {}
+        for facet in facets.FACETS:
+            for value, _ in facets.values(facet, cell.entry):
+                main = self._grouped[1][facet][value]
+                found.setdefault((facet, main), (facets.FACETS[facet], self.facet_index[facet][main][0],
+                                                 facet_url(facet, main)))
+        return list(found.values())
 
     def newest(self, count: int = NEWEST) -> list[Cell]:
         return sorted(self.cells, key=lambda c: (c.entry.published, c.entry.updated, c.id), reverse=True)[:count]

@@ -92,6 +92,50 @@ def package_name(package: str) -> str:
     return PACKAGE_NAMES.get(package, package)
 
 
+# Packages a reader looks for as one component on browse pages and in the search menu: the CUDA
+# toolkit's nvcc and ptxas are CUDA. Cell pages keep each package's own name.
+COMPONENT_GROUPS = {"cuda-toolkit": "cuda"}
+
+
+def component(package: str) -> str:
+    """The component a package is browsed under (its group, else itself)."""
+    return COMPONENT_GROUPS.get(package, package)
+
+
+def component_name(package: str) -> str:
+    """The display name of the component a package is browsed under."""
+    return package_name(component(package))
+
+
+def spelling(name: str) -> str:
+    """What is left of a name when spelling is set aside: letter case, spaces, hyphens and other
+    punctuation ("any SM120 build target" and "any sm_120 build target" are one name). Two values
+    with the same spelling are one group on browse pages (kb.records.catalog), and the linter
+    (KB081) asks records to write them one way."""
+    return re.sub(r"[^0-9a-z]+", "", name.casefold())
+
+
+_FAMILY = re.compile(r"(RTX PRO [0-9]{4}|RTX [0-9]{4}(?: Ti)?|GB[0-9]+)(?![0-9A-Za-z])|(RTX [0-9]{4})", re.I)
+OTHER_GPUS = "Build targets and cards not named"
+
+
+def gpu_family(name: str) -> str:
+    """The model family a GPU name belongs to, for the By GPU page's headings: 'RTX PRO 6000' for
+    each RTX PRO 6000 Blackwell edition, 'RTX 5090' for the 5090 and 5090 D, 'GB10'; names that
+    hold no model number (build targets, unnamed cards) go under OTHER_GPUS. Families are told
+    apart by `spelling`."""
+    found = _FAMILY.match(name)
+    return (found.group(1) or found.group(2)) if found else OTHER_GPUS
+
+
+def family_order(family: str) -> tuple:
+    """GB10 first, then RTX PRO and RTX cards from the largest model number down, OTHER_GPUS last."""
+    if family == OTHER_GPUS:
+        return (3, 0, family)
+    number = int(re.search(r"[0-9]+", family).group())
+    return (0 if family.startswith("GB") else 1 if family.startswith("RTX PRO") else 2, -number, family)
+
+
 def repository(url: str) -> str:
     """'owner/repo' of a GitHub link, else the host."""
     parsed = urlparse(url)
@@ -108,7 +152,7 @@ def values(facet: str, entry) -> list[tuple[str, str]]:
     if facet == "architecture":
         return [(a.replace("_", "-"), ARCH_NAMES[a]) for a in entry.hardware.architectures]
     if facet == "component":
-        return [(key(c.package), package_name(c.package)) for c in entry.components]
+        return [(key(component(c.package)), component_name(c.package)) for c in entry.components]
     if facet == "symptom":
         return [(s, SYMPTOM_NAMES[s]) for s in entry.symptoms]
     if facet == "status":

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from kb import ENTRIES  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
 from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint
-from kb.records import confusables, patterns
+from kb.records import cause, confusables, facets, patterns
 from kb.records.load import Loaded, dotted, load, not_regular, parse, read
 from kb.records.normalise import normalise
 from kb.records.problems import MISSING, Problem
@@ -31,7 +31,7 @@ from kb.schema import ID_PATTERN, Cell, Entry
 
 
 # What a check's answer depends on: kb.cache's list and the look-alike table the linter compares with.
-LINT_MODULES = CHECK_MODULES + ["kb.records.confusables"]
+LINT_MODULES = CHECK_MODULES + ["kb.records.confusables", "kb.records.cause"]
 
 
 @dataclass
@@ -201,8 +201,10 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
     problems.extend(_status_against_links(cells))
     problems.extend(_fix_versions(cells))
     problems.extend(_evidence_in_record(cells))
+    problems.extend(_one_spelling(cells))
     for cell in cells:
         problems.extend(_harmless_headline(cell))
+        problems.extend(_cause_line(cell))
     return problems
 
 
@@ -228,6 +230,38 @@ def _spelled_alike(owners: dict[str, list[tuple[Cell, str]]]) -> list[Problem]:
                                     f"look-alike characters ({confusables.describe(text)}): type the literal as the "
                                     "program prints it; two texts that look the same get pages that look the same",
                                     "KB041", text))
+    return problems
+
+
+def _one_spelling(cells: list[Cell]) -> list[Problem]:
+    """KB081: a GPU name, and a package, is written one way across the index: two spellings that
+    differ only in letter case, spaces or punctuation (`facets.spelling`) would be two groups on the
+    browse pages and in the search menus. The spelling most places use is kept (a package the index
+    names, `facets.PACKAGE_NAMES`, is kept as listed); every other is reported where it is written."""
+    problems: list[Problem] = []
+    for what, places in (
+            ("GPU name", [(cell, ("hardware", "gpus", i), name)
+                          for cell in cells for i, name in enumerate(cell.entry.hardware.gpus)]),
+            ("package", [(cell, ("components", i, "package"), c.package)
+                         for cell in cells for i, c in enumerate(cell.entry.components)])):
+        by_spelling: dict[str, list] = defaultdict(list)
+        for place in places:
+            by_spelling[facets.spelling(place[2])].append(place)
+        for key, found in by_spelling.items():
+            counts: dict[str, int] = defaultdict(int)
+            for _, _, name in found:
+                counts[name] += 1
+            known = [name for name in facets.PACKAGE_NAMES if facets.spelling(name) == key] if what == "package" else []
+            if len(counts) < 2 and not (known and known[0] not in counts):
+                continue
+            kept = known[0] if known else min(counts, key=lambda name: (-counts[name], name))
+            for cell, loc, name in found:
+                if name == kept:
+                    continue
+                problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                        f"this {what} is written {kept!r} elsewhere in the index (it differs only in "
+                                        "case, spaces or punctuation): write it that way, so that browse pages and "
+                                        "search menus list it once", "KB081", name))
     return problems
 
 
@@ -323,6 +357,32 @@ def _harmless_headline(cell: Cell) -> list[Problem]:
                     "the first signature is the page's heading, and this log line reads as INFO or WARNING "
                     "level (healthy runs print it too): put the failure first (the exception, the error line, "
                     "or a symptom that says what goes wrong) and keep this line after it", "KB063", first.text)]
+
+
+def _cause_line(cell: Cell) -> list[Problem]:
+    """KB080: the card's Cause line (the record's `cause:`, else the mechanism's first sentence,
+    `kb.records.cause`) says why, in one short line: at most MAX_WORDS words, and not a repeat of
+    the summary's first sentence (the symptom): less than MAX_OVERLAP of its words are that
+    sentence's words."""
+    e = cell.entry
+    line = cause.shown(e)
+    loc = ("cause",) if e.cause else ("mechanism",)
+    where = "cause" if e.cause else "the mechanism's first sentence, which the card shows as the cause,"
+    fix = ("shorten it" if e.cause else
+           "add a `cause:` line: one sentence, in this record's own words, taken from its mechanism")
+    problems = []
+    count = len(cause.words(line))
+    if count > cause.MAX_WORDS:
+        problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                f"{where} is {count} words long, more than the card's {cause.MAX_WORDS}: {fix}",
+                                "KB080", line))
+    share = cause.overlap(line, e.summary)
+    if share >= cause.MAX_OVERLAP:
+        problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                f"{where} repeats the summary's first sentence ({share:.0%} of its words are that "
+                                f"sentence's, at most {cause.MAX_OVERLAP:.0%} may be): say why it happens, not how "
+                                f"it shows" + ("" if e.cause else f"; {fix}"), "KB080", line))
+    return problems
 
 
 TODO = re.compile(r"\bTODO\b")

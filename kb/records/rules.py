@@ -224,6 +224,16 @@ RULES = {rule.code: rule for rule in [
     Rule("KB063", "headline-is-the-failure", "A cell's first signature, its page's heading, is how the failure shows, never a line a healthy run prints too: a first signature of kind log-line may not read as INFO or WARNING level, that is name a level (INFO, DEBUG, WARNING, a glog I or W prefix) or report progress (registered, loaded, using, ...) without a word of failure (error, failed, fatal, assert, invalid, not supported, exceeds, ...). Put the exception, the error line or a symptom first and keep the line after it.",
          good='signatures:\n  - {text: "VLLM_PLE_CPU_OFFLOAD=1 hangs at warmup with no PleOffloadWorker process", kind: symptom}\n  - {text: "PleOffload: registered 1 PleOffloadLayer(s)", kind: log-line, note: Last log line before the hang.}\n',
          bad='signatures:\n  - {text: "PleOffload: registered 1 PleOffloadLayer(s)", kind: log-line, note: Last log line before the hang.}\n  - {text: "VLLM_PLE_CPU_OFFLOAD=1 hangs at warmup with no PleOffloadWorker process", kind: symptom}\n'),
+    Rule("KB080", "cause-says-why", "The answer card's Cause line says why the failure happens, in one line: the record's `cause:` (one sentence), else the mechanism's first sentence (as plain text), is at most 35 words and does not repeat the summary's first sentence, the symptom: less than 70% of its distinct words may be words of that sentence.",
+         good="summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n"
+              "cause: The Triton decode kernel lowers num_stages only when BLOCK_DMODEL >= 1024, and MLA fixes it at 512.",
+         bad="summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n"
+             "cause: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first token."),
+    Rule("KB081", "one-spelling", "A GPU name, and a package, is written one way across the index: two spellings that differ only in letter case, spaces or punctuation (any sm_120 build target, any SM120 build target) would be two groups on the browse pages and in the search menus; write the spelling most cells use (for a package, the one the index lists).",
+         good=_A + _SIG_A + _REL_A + "hardware: {architectures: [sm_120], gpus: [RTX 5090 D]}\n"
+              + _B + _SIG_B + _REL_B + "hardware: {architectures: [sm_120], gpus: [RTX 5090 D, RTX 5090]}\n",
+         bad=_A + _SIG_A + _REL_A + "hardware: {architectures: [sm_120], gpus: [RTX 5090 D]}\n"
+             + _B + _SIG_B + _REL_B + "hardware: {architectures: [sm_120], gpus: [RTX 5090D]}\n"),
     # The redirects file and the site as a whole (kb.records.redirects, kb.site.urls): checked
     # by `kb check` on the repository's entries and by `kb build` before the engine runs.
     Rule("KB070", "redirect-url", "Each line of kb/redirects.yaml maps a site URL to a site URL, both in the form the site's own URLs take: relative to the site root (no leading '/'), segments of letters, digits and - . _ ~ only (no '..', '.', '//', '\\', '%', space or invisible character), a page in directory form 'x/' or a .json export.",

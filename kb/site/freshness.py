@@ -103,6 +103,15 @@ def links_read(cell: Cell) -> str | None:
     return max((link.as_of for link in cell.entry.upstream), key=lambda as_of: (day(as_of), len(as_of)), default=None)
 
 
+def checked(cell: Cell) -> str:
+    """The day a cell was last checked against upstream, shown once at the top of its page: the
+    newest `as_of` of its status, its upstream links and its claims (a full day before a month-only
+    value of the same month)."""
+    e = cell.entry
+    dates = [e.status.as_of, *(link.as_of for link in e.upstream), *(claim.as_of for claim in e.claims)]
+    return max(dates, key=lambda as_of: (day(as_of), len(as_of)))
+
+
 def waiting(cells: list[Cell], reference: dt.date | None, days: int = STALE_AFTER_DAYS) -> list[tuple[Cell, int]]:
     """Cells in a watched status read more than `days` days before `reference`, oldest first."""
     if reference is None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.cache import ROOT, fingerprint, installed_versions
-from kb.site import index
+from kb.site import index, search
 from kb.site.page import Page
 from kb.site.paths import inside
 from kb.site.sources import read_regular
@@ -97,8 +97,10 @@ def inputs(config_file: Path, docs_dir: Path, options: dict[str, str]) -> str:
 
 def theme_fingerprint(layout: Layout, marked: list[str]) -> str:
     """What the theme rendered page by page, but for the generated part of each page (see
-    `fragments`); `marked`: URLs of hand-written pages that show generated content."""
-    parts: list[str] = [str(layout.epoch), repr(sorted(layout.stand_ins)), repr(marked)]
+    `fragments`), and the chrome every page shares that comes from the cells (the search box's
+    filter menus); `marked`: URLs of hand-written pages that show generated content."""
+    parts: list[str] = [str(layout.epoch), repr(sorted(layout.stand_ins)), repr(marked),
+                        repr(search.menus(layout.generated.renderer.site))]
     for page in layout.rendered:
         parts += [page.src, page.title, page.description, page.jsonld or "", page.updated or ""]
     return fingerprint(*parts)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import threading
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb.cache import Cache, code_fingerprint, fingerprint
-from kb.records import facets, ids, prose, remedies
+from kb.records import cause, facets, ids, prose, remedies
+from kb.records.cause import first_sentence
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.schema import Cell
 from kb.site import charts, freshness, matrix
@@ -30,20 +30,10 @@ from kb.site.rulespage import rules_page
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "pages"
 PARALLEL_FROM = 400  # cell and literal pages to render at least, for the work to be shared between processes
 
-# The end of a sentence: ., ! or ? then a space and a capital, not after "e.g", "i.e", "vs" or "etc".
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z])")
-
-
-def first_sentence(text: str) -> str:
-    """The first sentence of a summary (all of it when no sentence end is found)."""
-    found = _SENTENCE_END.search(text)
-    return text[: found.end()] if found else text
-
-
 # What a cached page (cell, pointer, disambiguation, listing, matrix, freshness) depends on
 # besides its cells: this code, the templates, and the packages that turn records into HTML.
 RENDER_MODULES = [
-    "kb.site.pages", "kb.records.prose", "kb.records.remedies", "kb.site.charts", "kb.records.facets",
+    "kb.site.pages", "kb.records.prose", "kb.records.remedies", "kb.records.cause", "kb.site.charts", "kb.records.facets",
     "kb.records.catalog",
     "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness", "kb.site.stack",
     "kb.triage.logfacts"
@@ -83,8 +73,8 @@ class Renderer:
         self.env.globals.update(
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
-            package_name=facets.package_name, repository=facets.repository, repo_url=repo_url,
-            do_now=remedies.do_now,
+            package_name=facets.package_name, component_name=facets.component_name, repository=facets.repository, repo_url=repo_url,
+            do_now=remedies.do_now, cause_of=cause.shown, checked_on=freshness.checked,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
 

@@ -62,10 +62,27 @@ def filters(entry) -> list[str]:
     """The Pagefind filters of a cell page, as templates/pages/cell.html writes them."""
     from kb.records import facets
 
-    values = [f"component:{facets.package_name(c.package)}" for c in entry.components]
+    values = [f"component:{facets.component_name(c.package)}" for c in entry.components]
     values += [f"architecture:{a}" for a in entry.hardware.architectures]
     values.append(f"status:{facets.STATUS_NAMES[entry.status.state]}")
     return list(dict.fromkeys(values))
+
+
+def menus(site) -> dict[str, list[str]]:
+    """The header search box's filter menus, written into every page at build time (so that opening
+    one moves nothing and every option is there at once): each filter's values as `filters` gives
+    them to Pagefind, components and architectures by name (case folded), statuses in lifecycle order."""
+    from kb.records import facets
+
+    found: dict[str, set[str]] = {"component": set(), "architecture": set(), "status": set()}
+    for cell in site.cells:
+        for value in filters(cell.entry):
+            name, _, shown = value.partition(":")
+            found[name].add(shown)
+    status_order = [facets.STATUS_NAMES[s] for s in facets.LIFECYCLE]
+    return {"component": sorted(found["component"], key=lambda v: (v.casefold(), v)),
+            "architecture": sorted(found["architecture"], key=lambda v: (v.casefold(), v)),
+            "status": sorted(found["status"], key=status_order.index)}
 
 
 def literals(site) -> dict:

@@ -613,34 +613,11 @@
     input.select();
   });
 
-  // Fetch the literal strings' table when the box is first used; fill the filter menus from the
-  // index only when a menu is about to be used (pointer over it, or focus): Pagefind's filter
-  // files list every page of each value, which a search without filters never needs.
+  // Fetch the literal strings' table when the box is first used. The filter menus hold every
+  // option from the build (templates/theme/main.html), so opening one fetches nothing and moves nothing.
   input.addEventListener("focus", function () {
     loadLiterals().catch(function () {});
   }, { once: true });
-  var filling = null;
-  function fillFilters() {
-    if (filling) return;
-    filling = load().then(function (pf) { return pf.filters(); }).then(function (available) {
-      selects.forEach(function (s) {
-        var have = Array.prototype.map.call(s.options, function (o) { return o.value; });
-        var values = Object.keys(available[s.getAttribute("data-filter")] || {}).sort(function (a, b) {
-          return a.toLowerCase().localeCompare(b.toLowerCase()) || a.localeCompare(b);
-        }).filter(function (v) { return have.indexOf(v) < 0; });
-        values.forEach(function (v) {
-          var option = document.createElement("option");
-          option.value = v;
-          option.textContent = v;
-          s.appendChild(option);
-        });
-      });
-    });
-  }
-  selects.forEach(function (s) {
-    s.addEventListener("pointerenter", fillFilters);
-    s.addEventListener("focus", fillFilters);
-  });
 
   // A link with ?q= (and ?component=, ?architecture=, ?status=) runs that search when the page
   // opens, every result shown: what "Link to this search" gives.

@@ -1,0 +1,76 @@
+"""The one-line cause a cell's answer card shows: why the failure happens, not how it shows.
+
+A record may say it in its own `cause:` (one sentence); otherwise the cause is the first sentence
+of its mechanism, as plain text (Markdown code spans, emphasis and links reduced to their words).
+The linter (KB080) checks that the cause shown does not repeat the summary's first sentence (the
+symptom, which "What it is" prints) and stays short. Data only: the renderer and the linter call
+these functions, nothing here renders HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+# The end of a sentence: ., ! or ? then a space and a capital, not after "e.g", "i.e", "vs" or "etc".
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z])")
+_WORD = re.compile(r"[a-z0-9]+(?:[._'][a-z0-9]+)*")
+
+MAX_WORDS = 35  # a cause longer than this is a paragraph, not a line (KB080)
+# A cause repeats the summary when at least this share of its words (distinct, lower case) are
+# words of the summary's first sentence (KB080). Measured on the 71 cells of 2026-12-05: the causes
+# shown score a median of 0.37 and at most 0.69 (a summary whose first sentence already gives the
+# cause after a colon); the summary's own first sentence, the card's old Cause line, scores 1.0,
+# and so does a shortened copy of it (the rule's bad example).
+MAX_OVERLAP = 0.7
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of `text` (all of it when no sentence end is found)."""
+    found = _SENTENCE_END.search(text)
+    return text[: found.end()] if found else text
+
+
+@cache
+def _parser():
+    # late, as in kb.schema: importing the linter loads no Markdown parser (tests/test_layout.py)
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
+def plain(markdown: str) -> str:
+    """The words of the first paragraph of Markdown `markdown`, without markup, on one line."""
+    tokens = _parser().parse(markdown)
+    for token in tokens:
+        if token.type == "inline":
+            parts = []
+            for child in token.children or []:
+                if child.type in ("text", "code_inline"):
+                    parts.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    parts.append(" ")
+            return re.sub(r"\s+", " ", "".join(parts)).strip()
+    return re.sub(r"\s+", " ", markdown).strip()
+
+
+def derived(entry) -> str:
+    """The mechanism's first sentence, as plain text."""
+    return first_sentence(plain(entry.mechanism))
+
+
+def shown(entry) -> str:
+    """The cause the card shows: the record's `cause:`, else the mechanism's first sentence."""
+    return entry.cause or derived(entry)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def overlap(cause: str, summary: str) -> float:
+    """The share of the cause's distinct words that the summary's first sentence also holds."""
+    mine = set(words(cause))
+    if not mine:
+        return 1.0
+    return len(mine & set(words(first_sentence(summary)))) / len(mine)
