@@ -475,3 +475,25 @@ def test_id_lock_rule_examples(tmp_path, code):
         lock.write_text(example.split("# kb/ids.lock", 1)[1].split("\n", 1)[1] + "\n", encoding="utf-8")
         codes = {p.code for p in ids.problems(lock, cells, published)}
         assert (code in codes) if broken else not codes, (code, example, codes)
+
+
+def test_kb081_names_file_line_field_and_word_and_leaves_literals_alone(tmp_path):
+    """KB081 reads the prose a page shows (here a GPU name, a component note, a claim) and
+    names the word and what to write; a signature's literal text and a claim's `source: seed`
+    are not prose, and a word inside a longer one (`seeded`, `cellular`, `manual_seed`) is not it."""
+    fragment = ('signatures:\n  - {text: "CUDA error: cell 3 of the seed table", kind: log-line}\n'
+                'hardware: {architectures: [sm_121], gpus: ["GB10 (seed claim only, see claims)"]}\n'
+                'components:\n  - {package: vllm, role: raises, note: "Only cellular torch.manual_seed runs; that Cell is older."}\n'
+                "claims:\n  - {says: \"Seeded on 2026-08-19, the seed document's date.\", source: seed, as_of: 2026-12, confirmed: false}\n")
+    path = tmp_path / GOOD.name
+    path.write_text(_overlay(fragment), encoding="utf-8")
+    found = [p for p in lint.check([path]).problems]
+    assert [(p.code, p.loc) for p in found] == [("KB081", "hardware.gpus[0]"), ("KB081", "components[0].note"),
+                                                ("KB081", "claims[0].says")], [p.format() for p in found]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for p, key in zip(found, ["gpus:", "note:", "says:"]):
+        assert f"{path.name}:{p.line}: {p.loc}: says '" in p.format() and key in lines[p.line - 1], p.format()
+    said = {p.loc: p.format() for p in found}
+    assert "says 'seed'" in said["claims[0].says"] and "an unpublished report" in said["claims[0].says"]
+    assert "says 'Cell'" in said["components[0].note"] and "'entry'" in said["components[0].note"]
+    assert "got 'GB10 (seed claim only, see claims)'" in said["hardware.gpus[0]"]
