@@ -350,11 +350,13 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
 
 
 # KB081: the index's own words never reach a reader. "cell" is what the code calls a record (on the
-# matrix a reader sees a grid, whose squares are cells too) and "seed" the unpublished report the
-# first claims came from. The prose fields a page shows are checked; literal strings copied from
+# matrix a reader sees a grid, whose squares are cells too), "seed" the unpublished report the
+# first claims came from, and `fixed_in` or `claims[3].as_of` a field of the record format. The prose fields a page shows are checked; literal strings copied from
 # upstream (signature texts and patterns, evidence terms, link titles, flags) are not, nor are
 # ids, links, versions and the `source: seed` marker.
 INTERNAL_WORD = re.compile(r"\b(cells?|seed)\b", re.I)
+# A record's field names and paths (`fixed_in`, `claims[3].as_of`) are the format's, not a reader's.
+FIELD_WORD = re.compile(r"\b(as_of|fixed_in|fixed_by|fixed_commit)\b|\b[a-z_]+\[\d+\]\.[a-z_]+\b")
 _PROSE_FIELDS = {
     ("title",), ("summary",), ("mechanism",), ("signatures", "*", "note"), ("evidence", "*", "note"),
     ("hardware", "gpus", "*"), ("components", "*", "note"),
@@ -376,7 +378,7 @@ def prose_field(loc: tuple) -> bool:
 
 
 def _internal_words(loaded: Loaded) -> list[Problem]:
-    """KB081: a reader-visible prose field says 'cell', 'cells' or 'seed'."""
+    """KB081: a reader-visible prose field says 'cell', 'cells', 'seed' or a record's field name or path."""
     problems: list[Problem] = []
 
     def walk(value, loc: tuple) -> None:
@@ -387,12 +389,14 @@ def _internal_words(loaded: Loaded) -> list[Problem]:
             for i, item in enumerate(value):
                 walk(item, loc + (i,))
         elif isinstance(value, str) and prose_field(loc):
-            for m in INTERNAL_WORD.finditer(value):
+            for m in sorted([*INTERNAL_WORD.finditer(value), *FIELD_WORD.finditer(value)], key=lambda m: m.start()):
                 word = m.group().lower()
+                instead = _INSTEAD.get(word, "what it means (the first fixed release, the fix pull request, the "
+                                             "day it was read)")
                 around = " ".join(value[max(0, m.start() - 25):m.end() + 25].split())
                 problems.append(Problem(loaded.path, loaded.line_of(loc), dotted(loc),
                                         f"says '{m.group()}', a word of the index's own, not a reader's: "
-                                        f"write {_INSTEAD[word]}", "KB081", around))
+                                        f"write {instead}", "KB081", around))
 
     walk(loaded.data, ())
     return problems
