@@ -7,9 +7,9 @@ Contributor pages, where those words are the subject, are exempt by name (EXEMPT
 redirect stubs, which show nothing.
 
 The words must be gone from what the templates and pages write and from the records' prose:
-`kb check` refuses them in every prose field a page shows (rule KB081). Only a literal string
+`kb check` refuses them in every prose field a page shows (rule KB082). Only a literal string
 copied from upstream (a signature's text or pattern, an evidence term, a link's title, a flag),
-which KB081 does not read and nobody may reword, may hold one; a hit that stands in such a string
+which KB082 does not read and nobody may reword, may hold one; a hit that stands in such a string
 is counted apart.
 """
 
@@ -66,7 +66,7 @@ def _words(text: str) -> str:
 
 @functools.cache
 def _records() -> str:
-    """The literal strings of every record, as words: what KB081 leaves to upstream's wording."""
+    """The literal strings of every record, as words: what KB082 leaves to upstream's wording."""
     return _words(" ".join(text for path in sorted(ENTRIES.glob("*.yaml"))
                            for text in _literals(yaml.safe_load(path.read_text(encoding="utf-8")))))
 
@@ -91,7 +91,7 @@ def _hits(text: str, records: str = "") -> tuple[list[str], list[str]]:
 
 
 def _literals(data, loc=()):
-    """Every literal string of a record: a string value that is not a prose field KB081 reads, nor
+    """Every literal string of a record: a string value that is not a prose field KB082 reads, nor
     a source, id or link (a claim's `source: seed` is shown as words of the template's, never as is)."""
     if isinstance(data, dict):
         for k, v in data.items():
@@ -128,7 +128,7 @@ def test_the_check_finds_each_kind_of_internal_word():
 
 
 def test_only_a_records_literal_strings_are_let_through():
-    """The strings a hit may stand in are the literals: never prose KB081 reads, nor a source."""
+    """The strings a hit may stand in are the literals: never prose KB082 reads, nor a source."""
     record = {"title": "A cell", "summary": "this cell is x", "hardware": {"gpus": ["GB10 (seed claim)"]},
               "signatures": [{"text": "cell 3 failed", "kind": "log-line", "note": "the seed says"}],
               "upstream": [{"url": "https://github.com/o/r/issues/1", "title": "seed cell issue"}],

@@ -478,7 +478,7 @@ def test_id_lock_rule_examples(tmp_path, code):
 
 
 def test_kb081_names_file_line_field_and_word_and_leaves_literals_alone(tmp_path):
-    """KB081 reads the prose a page shows (here a GPU name, a component note, a claim) and
+    """KB082 reads the prose a page shows (here a GPU name, a component note, a claim) and
     names the word and what to write; a signature's literal text and a claim's `source: seed`
     are not prose, and a word inside a longer one (`seeded`, `cellular`, `manual_seed`) is not it."""
     fragment = ('signatures:\n  - {text: "CUDA error: cell 3 of the seed table", kind: log-line}\n'
@@ -489,9 +489,9 @@ def test_kb081_names_file_line_field_and_word_and_leaves_literals_alone(tmp_path
     path = tmp_path / GOOD.name
     path.write_text(_overlay(fragment), encoding="utf-8")
     found = [p for p in lint.check([path]).problems]
-    assert [(p.code, p.loc) for p in found] == [("KB081", "hardware.gpus[0]"), ("KB081", "components[0].note"),
-                                                ("KB081", "components[1].note"), ("KB081", "components[1].note"),
-                                                ("KB081", "claims[0].says")], [p.format() for p in found]
+    assert [(p.code, p.loc) for p in found] == [("KB082", "hardware.gpus[0]"), ("KB082", "components[0].note"),
+                                                ("KB082", "components[1].note"), ("KB082", "components[1].note"),
+                                                ("KB082", "claims[0].says")], [p.format() for p in found]
     lines = path.read_text(encoding="utf-8").splitlines()
     for p, key in zip(found, ["gpus:", "note:", "note:", "note:", "says:"]):
         assert f"{path.name}:{p.line}: {p.loc}: says '" in p.format() and key in lines[p.line - 1], p.format()

@@ -349,7 +349,7 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
     return problems
 
 
-# KB081: the index's own words never reach a reader. "cell" is what the code calls a record (on the
+# KB082: the index's own words never reach a reader. "cell" is what the code calls a record (on the
 # matrix a reader sees a grid, whose squares are cells too), "seed" the unpublished report the
 # first claims came from, and `fixed_in` or `claims[3].as_of` a field of the record format. The prose fields a page shows are checked; literal strings copied from
 # upstream (signature texts and patterns, evidence terms, link titles, flags) are not, nor are
@@ -373,12 +373,12 @@ _INSTEAD = {"cell": "'entry' (the page) or 'failure' (what it describes)",
 
 
 def prose_field(loc: tuple) -> bool:
-    """Whether the value at `loc` is prose a page shows (KB081 reads it), not a literal or a key."""
+    """Whether the value at `loc` is prose a page shows (KB082 reads it), not a literal or a key."""
     return tuple("*" if isinstance(part, int) else part for part in loc) in _PROSE_FIELDS
 
 
 def _internal_words(loaded: Loaded) -> list[Problem]:
-    """KB081: a reader-visible prose field says 'cell', 'cells', 'seed' or a record's field name or path."""
+    """KB082: a reader-visible prose field says 'cell', 'cells', 'seed' or a record's field name or path."""
     problems: list[Problem] = []
 
     def walk(value, loc: tuple) -> None:
@@ -396,7 +396,7 @@ def _internal_words(loaded: Loaded) -> list[Problem]:
                 around = " ".join(value[max(0, m.start() - 25):m.end() + 25].split())
                 problems.append(Problem(loaded.path, loaded.line_of(loc), dotted(loc),
                                         f"says '{m.group()}', a word of the index's own, not a reader's: "
-                                        f"write {instead}", "KB081", around))
+                                        f"write {instead}", "KB082", around))
 
     walk(loaded.data, ())
     return problems
