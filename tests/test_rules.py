@@ -518,3 +518,30 @@ def test_cause_is_plain_text_of_the_mechanisms_first_sentence():
     assert cause.first_sentence("A e.g. B stops. Then C.") == "A e.g. B stops."
     assert cause.overlap("kernel needs shared memory", "The kernel needs shared memory. More.") == 1.0
     assert cause.overlap("kernel needs shared memory", "It dies on start. The kernel needs shared memory.") == 0.0
+
+
+def test_kb082_names_file_line_field_and_word_and_leaves_literals_alone(tmp_path):
+    """KB082 reads the prose a page shows (here a GPU name, a component note, a claim) and
+    names the word and what to write; a signature's literal text and a claim's `source: seed`
+    are not prose, and a word inside a longer one (`seeded`, `cellular`, `manual_seed`) is not it."""
+    fragment = ('signatures:\n  - {text: "CUDA error: cell 3 of the seed table", kind: log-line}\n'
+                'hardware: {architectures: [sm_121], gpus: ["GB10 (seed claim only, see claims)"]}\n'
+                'components:\n  - {package: vllm, role: raises, note: "Only cellular torch.manual_seed runs; that Cell is older."}\n'
+                '  - {package: triton, role: raises, note: "Range from wheels, so no fixed_in; see claims[0].as_of."}\n'
+                "claims:\n  - {says: \"Seeded on 2026-08-19, the seed document's date.\", source: seed, as_of: 2026-12, confirmed: false}\n")
+    path = tmp_path / GOOD.name
+    path.write_text(_overlay(fragment), encoding="utf-8")
+    found = [p for p in lint.check([path]).problems]
+    assert [(p.code, p.loc) for p in found] == [("KB082", "hardware.gpus[0]"), ("KB082", "components[0].note"),
+                                                ("KB082", "components[1].note"), ("KB082", "components[1].note"),
+                                                ("KB082", "claims[0].says")], [p.format() for p in found]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for p, key in zip(found, ["gpus:", "note:", "note:", "note:", "says:"]):
+        assert f"{path.name}:{p.line}: {p.loc}: says '" in p.format() and key in lines[p.line - 1], p.format()
+    said = {p.loc: p.format() for p in found}
+    assert "says 'seed'" in said["claims[0].says"] and "an unpublished report" in said["claims[0].says"]
+    assert "says 'Cell'" in said["components[0].note"] and "'entry'" in said["components[0].note"]
+    assert "got 'GB10 (seed claim only, see claims)'" in said["hardware.gpus[0]"]
+    fields = [p.format() for p in found if p.loc == "components[1].note"]
+    assert "says 'fixed_in'" in fields[0] and "says 'claims[0].as_of'" in fields[1]
+    assert all("the first fixed release" in f for f in fields)

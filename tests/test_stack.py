@@ -198,7 +198,7 @@ def test_every_gpu_architecture_and_component_listing_links_to_the_page(live_sit
             else:
                 assert key == "gpu" and given in options, href
     # Only a GPU name that says no architecture (no model NVIDIA lists, no sm_ number) links to the
-    # page without a choice; a name with a note links to its model ("GB10 (seed claim only, ...)").
+    # page without a choice; a name with a note links to its model ("GB10 (unconfirmed report, ...)").
     assert all(facet == "gpu" and logfacts.model_capability(name) is None and stack.gpu_architecture(name) is None
                for facet, name in unfilled), unfilled
     noted = [v for v, (name, _) in SITE.facet_index["gpu"].items() if name.startswith("GB10 (")]

@@ -409,6 +409,59 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
     return problems
 
 
+# KB082: the index's own words never reach a reader. "cell" is what the code calls a record (on the
+# matrix a reader sees a grid, whose squares are cells too), "seed" the unpublished report the
+# first claims came from, and `fixed_in` or `claims[3].as_of` a field of the record format. The prose fields a page shows are checked; literal strings copied from
+# upstream (signature texts and patterns, evidence terms, link titles, flags) are not, nor are
+# ids, links, versions and the `source: seed` marker.
+INTERNAL_WORD = re.compile(r"\b(cells?|seed)\b", re.I)
+# A record's field names and paths (`fixed_in`, `claims[3].as_of`) are the format's, not a reader's.
+FIELD_WORD = re.compile(r"\b(as_of|fixed_in|fixed_by|fixed_commit)\b|\b[a-z_]+\[\d+\]\.[a-z_]+\b")
+_PROSE_FIELDS = {
+    ("title",), ("summary",), ("mechanism",), ("signatures", "*", "note"), ("evidence", "*", "note"),
+    ("hardware", "gpus", "*"), ("components", "*", "note"),
+    ("measurements", "*", "quantity"), ("measurements", "*", "unit"), ("measurements", "*", "note"),
+    ("measurements", "*", "conditions", "hardware"), ("measurements", "*", "series", "x"),
+    ("measurements", "*", "series", "x_unit"), ("measurements", "*", "series", "rows", "*", "x"),
+    ("measurements", "*", "series", "rows", "*", "label"), ("measurements", "*", "series", "limit", "label"),
+    ("fixes", "*", "what"), ("fixes", "*", "note"), ("workarounds", "*", "what"), ("workarounds", "*", "note"),
+    ("claims", "*", "says"), ("related", "*", "note"),
+}
+_INSTEAD = {"cell": "'entry' (the page) or 'failure' (what it describes)",
+            "cells": "'entries' or 'failures'",
+            "seed": "'an unpublished report' (a claim's `source: seed` is shown that way)"}
+
+
+def prose_field(loc: tuple) -> bool:
+    """Whether the value at `loc` is prose a page shows (KB082 reads it), not a literal or a key."""
+    return tuple("*" if isinstance(part, int) else part for part in loc) in _PROSE_FIELDS
+
+
+def _internal_words(loaded: Loaded) -> list[Problem]:
+    """KB082: a reader-visible prose field says 'cell', 'cells', 'seed' or a record's field name or path."""
+    problems: list[Problem] = []
+
+    def walk(value, loc: tuple) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, loc + (key,))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, loc + (i,))
+        elif isinstance(value, str) and prose_field(loc):
+            for m in sorted([*INTERNAL_WORD.finditer(value), *FIELD_WORD.finditer(value)], key=lambda m: m.start()):
+                word = m.group().lower()
+                instead = _INSTEAD.get(word, "what it means (the first fixed release, the fix pull request, the "
+                                             "day it was read)")
+                around = " ".join(value[max(0, m.start() - 25):m.end() + 25].split())
+                problems.append(Problem(loaded.path, loaded.line_of(loc), dotted(loc),
+                                        f"says '{m.group()}', a word of the index's own, not a reader's: "
+                                        f"write {instead}", "KB082", around))
+
+    walk(loaded.data, ())
+    return problems
+
+
 _TOKEN = re.compile(r"[a-z0-9_]+")
 
 
@@ -615,6 +668,7 @@ def _parse_and_validate(job: tuple[Path, str, bytes]) -> tuple[list[Problem], En
     entry = None
     if loaded.data is not None:
         problems.extend(_todo_markers(loaded))
+        problems.extend(_internal_words(loaded))
         entry, found = _validate(loaded, cell_id)
         problems.extend(found)
         entry = entry if not found else None  # a TODO marker (KB046) alone still makes a cell

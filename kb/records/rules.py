@@ -267,6 +267,9 @@ RULES = {rule.code: rule for rule in [
     Rule("KB079", "id-never-removed", "An id the site published stays in kb/ids.lock: its URL id/<id>/ is in kb/urls.lock, and removing its line would give the number to another cell.",
          good="# kb/urls.lock lists /id/BWKB-2026-0002/\n# kb/ids.lock\nBWKB-2026-0001 plan-index-a\nBWKB-2026-0002 plan-index-b",
          bad="# kb/urls.lock lists /id/BWKB-2026-0002/\n# kb/ids.lock (the last line was removed)\nBWKB-2026-0001 plan-index-a"),
+    Rule("KB082", "no-internal-words", "The prose a page shows (title, summary, mechanism, notes, remedies, claims, GPU names, measurement labels) never says 'cell' or 'seed' or names a record field (`fixed_in`, `as_of`, `claims[3].as_of`), the index's own words: a reader sees an entry about a failure (on the matrix a cell is a square of the grid), a claim from `source: seed` is shown as an unpublished report, and a field is said in words (the first fixed release, the day it was read). Signature texts, evidence terms and link titles are literal upstream strings and are not read.",
+         good="summary: Serving an MLA model with an fp8 KV cache dies on the first decoded token; the linked entry is the cuDNN failure an unpublished report describes.",
+         bad="summary: Serving an MLA model with an fp8 KV cache dies on the first decoded token; the linked cell is the cuDNN failure the seed describes."),
     Rule("KB052", "number-range", "A measured number is 0 or between 1e-9 and 1e15 in size (what a chart can draw), written in a unit that keeps it there.",
          good="measurements:\n  - {quantity: Gap between kernel launches, unit: ns, value: 0.25,\n"
               f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",

@@ -58,7 +58,7 @@ def gpu_architecture(name: str) -> str | None:
 
 def model(name: str) -> str | None:
     """The GPU model a records' GPU name names: the name without a closing note in parentheses
-    ("GB10 (seed claim only, see claims)" -> "GB10"), when NVIDIA's capabilities (logfacts.MODELS)
+    ("GB10 (unconfirmed report, see claims)" -> "GB10"), when NVIDIA's capabilities (logfacts.MODELS)
     know it; None for a build target or a card the report did not name."""
     base = re.sub(r"\s*\([^()]*\)$", "", name)
     return base if logfacts.model_capability(base) else None
