@@ -411,7 +411,7 @@ def cell(seed: int, index: int, used: set[str]) -> tuple[str, dict]:
     family = index // FAMILY
     if index % FAMILY in (0, 1) and _shares_line(seed, family):
         shared = f"EngineCore_DP0 died unexpectedly (synthetic family {codename(family)})"
-        signatures.append({"text": shared, "kind": "log-line", "note": "Shared by two look-alike cells."})
+        signatures.append({"text": shared, "kind": "log-line", "note": "Shared by two look-alike entries."})
 
     claims = []
     for _ in range(rng.choice([0, 1, 1, 2])):
@@ -473,7 +473,7 @@ def _relations(seed: int, index: int, n: int, ids: list[str]) -> list[dict]:
                                                           "same-symptom"])
             item = {"id": ids[other], "how": how}
             if rng.random() < 0.7:
-                item["note"] = (f"Both cells are in synthetic family {start // FAMILY}; tell them apart by the kernel "
+                item["note"] = (f"Both entries are in synthetic family {start // FAMILY}; tell them apart by the kernel "
                                 "named in the first line of the traceback.")
             out.append(item)
     return out

@@ -38,8 +38,8 @@ def _replace(path, old, new):
 def _add(entries):
     """A new cell: a copy of CELL with signatures of its own and no related cells."""
     data = yaml.safe_load((entries / f"{CELL}.yaml").read_text(encoding="utf-8"))
-    data["title"] = "A cell added between two builds"
-    data["signatures"] = [{"text": "incremental build test: a line no other cell prints", "kind": "symptom"},
+    data["title"] = "An entry added between two builds"
+    data["signatures"] = [{"text": "incremental build test: a line no other entry prints", "kind": "symptom"},
                           {"text": "incremental build test: a second line of its own", "kind": "symptom"}]
     data.pop("related", None)
     data.pop("evidence", None)

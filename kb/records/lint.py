@@ -388,37 +388,37 @@ def _cause_line(cell: Cell) -> list[Problem]:
 TODO = re.compile(r"\bTODO\b")
 
 
+def _strings(value, loc: tuple = ()):
+    """Every string in a record, with its key path: (("claims", 0, "says"), "...")."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, loc + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, loc + (i,))
+    elif isinstance(value, str):
+        yield loc, value
+
+
 def _todo_markers(loaded: Loaded) -> list[Problem]:
-    problems: list[Problem] = []
-
-    def walk(value, loc: tuple) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, loc + (key,))
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                walk(item, loc + (i,))
-        elif isinstance(value, str) and TODO.search(value):
-            if len(loc) == 3 and loc[0] == "signatures" and loc[2] in ("text", "match"):
-                return
-            problems.append(Problem(loaded.path, loaded.line_of(loc), dotted(loc),
-                                    "a TODO marker is left: write what goes here, or delete the optional "
-                                    "field or block", "KB046", value))
-
-    walk(loaded.data, ())
-    return problems
+    return [Problem(loaded.path, loaded.line_of(loc), dotted(loc),
+                    "a TODO marker is left: write what goes here, or delete the optional field or block",
+                    "KB046", value)
+            for loc, value in _strings(loaded.data)
+            if TODO.search(value) and not (len(loc) == 3 and loc[0] == "signatures" and loc[2] in ("text", "match"))]
 
 
 # KB082: the index's own words never reach a reader. "cell" is what the code calls a record (on the
 # matrix a reader sees a grid, whose squares are cells too), "seed" the unpublished report the
-# first claims came from, and `fixed_in` or `claims[3].as_of` a field of the record format. The prose fields a page shows are checked; literal strings copied from
+# first claims came from, and `fixed_in` or `claims[3].as_of` a field of the record format. The
+# prose fields a page shows are checked; literal strings copied from
 # upstream (signature texts and patterns, evidence terms, link titles, flags) are not, nor are
 # ids, links, versions and the `source: seed` marker.
 INTERNAL_WORD = re.compile(r"\b(cells?|seed)\b", re.I)
 # A record's field names and paths (`fixed_in`, `claims[3].as_of`) are the format's, not a reader's.
 FIELD_WORD = re.compile(r"\b(as_of|fixed_in|fixed_by|fixed_commit)\b|\b[a-z_]+\[\d+\]\.[a-z_]+\b")
 _PROSE_FIELDS = {
-    ("title",), ("summary",), ("mechanism",), ("signatures", "*", "note"), ("evidence", "*", "note"),
+    ("title",), ("summary",), ("cause",), ("mechanism",), ("signatures", "*", "note"), ("evidence", "*", "note"),
     ("hardware", "gpus", "*"), ("components", "*", "note"),
     ("measurements", "*", "quantity"), ("measurements", "*", "unit"), ("measurements", "*", "note"),
     ("measurements", "*", "conditions", "hardware"), ("measurements", "*", "series", "x"),
@@ -440,25 +440,17 @@ def prose_field(loc: tuple) -> bool:
 def _internal_words(loaded: Loaded) -> list[Problem]:
     """KB082: a reader-visible prose field says 'cell', 'cells', 'seed' or a record's field name or path."""
     problems: list[Problem] = []
-
-    def walk(value, loc: tuple) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, loc + (key,))
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                walk(item, loc + (i,))
-        elif isinstance(value, str) and prose_field(loc):
-            for m in sorted([*INTERNAL_WORD.finditer(value), *FIELD_WORD.finditer(value)], key=lambda m: m.start()):
-                word = m.group().lower()
-                instead = _INSTEAD.get(word, "what it means (the first fixed release, the fix pull request, the "
-                                             "day it was read)")
-                around = " ".join(value[max(0, m.start() - 25):m.end() + 25].split())
-                problems.append(Problem(loaded.path, loaded.line_of(loc), dotted(loc),
-                                        f"says '{m.group()}', a word of the index's own, not a reader's: "
-                                        f"write {instead}", "KB082", around))
-
-    walk(loaded.data, ())
+    for loc, value in _strings(loaded.data):
+        if not prose_field(loc):
+            continue
+        for m in sorted([*INTERNAL_WORD.finditer(value), *FIELD_WORD.finditer(value)], key=lambda m: m.start()):
+            word = m.group().lower()
+            instead = _INSTEAD.get(word, "what it means (the first fixed release, the fix pull request, the "
+                                         "day it was read)")
+            around = " ".join(value[max(0, m.start() - 25):m.end() + 25].split())
+            problems.append(Problem(loaded.path, loaded.line_of(loc), dotted(loc),
+                                    f"says '{m.group()}', a word of the index's own, not a reader's: "
+                                    f"write {instead}", "KB082", around))
     return problems
 
 
