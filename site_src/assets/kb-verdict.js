@@ -1,4 +1,4 @@
-// The verdict on a cell (kb/records/verdict.py): shared by the triage page (kb-triage.js) and the
+// The verdict on a cell (kb/records/verdict.py): shared by the triage page (kb-match.js) and the
 // My stack page (kb-stack.js), loaded before either.
 (function () {
   "use strict";
@@ -7,9 +7,10 @@
   // `rank_key`), or on a cell for a stack a reader describes (`on_stack`): the same rules and
   // words, on the facts kbLogFacts reads (or the My stack page gives) and the cell's scope
   // (patterns.json and stack/stack.json `cells`: architectures, each component's affected range
-  // and fixed_in); tests/vectors/verdict.json holds the vectors both pass (tests/test_twins_node.py). Versions are compared as PEP 440
-  // orders them (release, a/b/rc, post, dev; a local part only where packaging looks at it),
-  // for the forms kbLogFacts reads and the records hold (no epoch).
+  // and fixed_in); tests/vectors/verdict.json holds the vectors both pass (under node:
+  // tests/test_twins_node.py). Versions are compared as PEP 440 orders them (release, a/b/rc,
+  // post, dev; a local part only where packaging looks at it), for the forms kbLogFacts reads and
+  // the records hold (no epoch).
   var PRE = { a: 0, b: 1, rc: 2 };
   function version(text) {
     var m = /^([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.?post([0-9]+))?(?:\.?dev([0-9]+))?(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?$/i.exec(text);
