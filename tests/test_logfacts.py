@@ -1,4 +1,5 @@
-"""Facts from a log (kb.triage.logfacts): the same answers in Python and in the triage page."""
+"""Facts from a log (kb.triage.logfacts): the same answers in Python and in the triage page (the
+vectors run in kb-logfacts.js under node: tests/test_twins_node.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import re
 
 import pytest
 
-from browser import serve
 from conftest import ROOT
 from kb.triage import logfacts
 
@@ -36,19 +36,6 @@ def test_facts_convert_to_kb_doctors_facts():
 def test_a_list_of_architectures_names_no_gpu():
     facts = logfacts.read(["The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_80 sm_90."])
     assert facts.gpus is None
-
-
-def test_triage_page_reads_the_same_facts(live_site, page):
-    with serve(live_site) as base:
-        page.goto(base + "triage/")
-        got = page.evaluate("""async (vectors) => {
-          const form = document.getElementById("kb-triage");
-          const url = new URL(form.getAttribute("data-patterns"), document.baseURI);
-          const data = await (await fetch(url)).json();
-          return vectors.map(v => kbLogFacts.read(data.logfacts, v.log.join("\\n")));
-        }""", VECTORS)
-    for vector, facts in zip(VECTORS, got):
-        assert facts == vector["facts"], vector["name"]
 
 
 def test_reading_bytes_reads_only_keyword_lines_to_the_same_facts():

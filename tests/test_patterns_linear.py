@@ -309,15 +309,17 @@ def test_triage_page_matches_hostile_logs_as_kb_match_does(targets, page, tmp_pa
     site = tmp_path / "site"
     (site / "triage").mkdir(parents=True)
     (site / "assets").mkdir()
-    for script in ("kb-normalise.js", "kb-verdict.js", "kb-triage.js"):
+    scripts = ["kb-normalise.js", "kb-verdict.js", "kb-logfacts.js", "kb-wrapped.js", "kb-evidence.js", "kb-match.js",
+               "kb-request.js", "kb-triage.js"]
+    for script in scripts:
         (site / "assets" / script).write_bytes((ROOT / "site_src" / "assets" / script).read_bytes())
     (site / "triage" / "patterns.json").write_text(json.dumps(match.export(rules) | {"request": request.export()}),
                                                    encoding="utf-8")
     form = re.search(r"(?s)<form.*</form>", (ROOT / "templates" / "pages" / "triage.html").read_text(encoding="utf-8"))
     html = form.group(0).replace("{{ rel(here, 'triage/') }}", "")
     (site / "triage" / "index.html").write_text(
-        f"<!doctype html><meta charset=utf-8><body>{html}<script src=\"../assets/kb-normalise.js\"></script>"
-        f"<script src=\"../assets/kb-verdict.js\"></script><script src=\"../assets/kb-triage.js\"></script>",
+        f"<!doctype html><meta charset=utf-8><body>{html}"
+        + "".join(f"<script src=\"../assets/{script}\"></script>" for script in scripts),
         encoding="utf-8")
     hostile = [_line(shape, 20_000) for _, shapes in targets[-2:] for shape in shapes]
     hostile += [REPORTED_LINE] + [case["text"] for case in CASES["adversarial"]]

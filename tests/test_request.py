@@ -1,8 +1,9 @@
 """The new-failure request (attack review 2026-12-04, L4; UX review S2-9): secrets are written
 {secret}, the title is the error line that says most (request.title_rank; a harmless
 DEBUG/INFO/WARNING line never names the issue), a library's WARN line is kept, line numbers are
-masked, and a log line cannot start a section of the request or end its code block. kb/triage/request.py and the triage page (kb-triage.js) give the
-same request for the same log: tests/vectors/request.json, run here in Python and in Chromium."""
+masked, and a log line cannot start a section of the request or end its code block. kb/triage/request.py and the triage page (kb-request.js) give the
+same request for the same log: tests/vectors/request.json, run here in Python and under node
+(tests/test_twins_node.py); the page itself in Chromium below."""
 
 from __future__ import annotations
 
@@ -88,26 +89,6 @@ def small_site(tmp_path_factory):
     entries.mkdir()
     shutil.copy(FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml", entries)
     return _build(entries, tmp_path_factory.mktemp("site") / "site", repo_url="https://github.com/example/kb")
-
-
-def test_the_triage_page_makes_the_same_request_in_chromium(small_site, page):
-    with serve(small_site) as base:
-        page.goto(base + "triage/")
-        for vector in VECTORS:
-            made = request.new_cell(vector["log"])
-            page.fill("#kb-triage-log", "\n".join(vector["log"]))
-            page.click("#kb-triage-run")
-            page.wait_for_selector("#kb-triage[data-results='[]']")
-            assert page.input_value("#kb-triage-issue") == made.text, vector["name"]
-            link = urlsplit(page.get_attribute("#kb-triage-open", "href"))
-            fields = parse_qs(link.query)
-            assert fields["title"] == [vector["title"]], vector["name"]
-            assert fields["error-lines"] == ["\n".join(vector["lines"])], vector["name"]
-            # The environment and what-you-ran fields hold their own sections, never log lines.
-            assert fields["environment"][0].startswith("- GPU: "), vector["name"]
-            assert fields["what-you-ran"] == ["(command line, model, flags)"], vector["name"]
-            assert not [s for s in SECRETS if s in link.query], vector["name"]
-            page.evaluate("document.getElementById('kb-triage').removeAttribute('data-results')")
 
 
 def test_with_an_issue_tracker_the_link_is_titled_with_the_error_line_and_copy_is_offered(small_site, browser):

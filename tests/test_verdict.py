@@ -1,5 +1,6 @@
 """The verdict on a cell a log's text matched (kb.records.verdict.decide): the same in `kb match`,
-in the triage page (kbVerdict in kb-verdict.js) and on the shared vectors, tests/vectors/verdict.json."""
+in the triage page (kbVerdict in kb-verdict.js) and on the shared vectors, tests/vectors/verdict.json
+(run in kb-verdict.js under node by tests/test_twins_node.py)."""
 
 from __future__ import annotations
 
@@ -68,18 +69,6 @@ def test_kb_match_names_the_line_that_rules_a_cell_out():
     assert "] ruled-out, score " in text.splitlines()[0]
     assert f"   https://kb.example/{hits[0]['url']}" in text
     assert "   Text matches, ruled out: line 1 shows sm_70; the entry covers sm_120" in text
-
-
-def test_triage_page_decides_the_vectors_as_python_does(live_site, page):
-    with serve(live_site) as base:
-        page.goto(base + "triage/")
-        page.wait_for_function("typeof kbVerdict === 'object'")
-        got = page.evaluate("""(data) => ({
-          decided: data.vectors.map(v => kbVerdict.decide(v.cell, v.facts, v.specific)),
-          order: kbVerdict.rank(data.rank.hits).map(h => h.entry)})""", DATA)
-    for vector, decided in zip(VECTORS, got["decided"]):
-        assert decided == [vector["verdict"], vector["why"]], vector["name"]
-    assert got["order"] == DATA["rank"]["order"]
 
 
 def test_triage_page_shows_each_cells_verdict(live_site, page):

@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from kb.records.verdict import capability_arch as architecture
 from kb.records.visible import escape, first_risky, visible
 
 DEFAULT_TIMEOUT = 20.0
@@ -129,16 +130,6 @@ class Facts(_Model):
     platform: Short | None = Field(None, description="Operating system and machine, e.g. 'Linux-x86_64'")
     notes: Annotated[list[Note], Field(max_length=MAX_NOTES)] = Field(
         [], description="What the probes said about facts they could not get")
-
-
-def architecture(compute_capability: str | None) -> str | None:
-    """'12.0' -> 'sm_120', '12.1' -> 'sm_121', '9.0' -> 'sm_90'."""
-    if not compute_capability:
-        return None
-    match = re.fullmatch(r"(\d+)\.(\d+)", compute_capability)
-    if not match:
-        return None
-    return f"sm_{int(match.group(1))}{int(match.group(2))}"
 
 
 def json_schema() -> dict:

@@ -70,24 +70,25 @@ def _package(component, packages: dict) -> tuple[str, str]:
 
     name = component.package
     if name not in packages:
-        return "unknown", f"{name} version is unknown"
+        return "unknown", WORDS["version_unknown"].format(name=name)
     installed = packages[name]
     if installed is None:
-        return "not-applicable", f"{name} is not installed"
+        return "not-applicable", WORDS["not_installed"].format(name=name)
     try:
         version = Version(installed)
     except InvalidVersion:
-        return "unknown", f"{name} version {installed!r} is not a PEP 440 version"
+        return "unknown", WORDS["not_pep440"].format(name=name, quoted=repr(installed))
     span = component.affected or f"<{component.fixed_in}"
+    said = {"name": name, "installed": installed, "span": span, "fixed_in": component.fixed_in}
     spec = SpecifierSet(span)
     if spec.contains(version, prereleases=True):
-        return "affected", f"{name} {installed} is within {span}"
+        return "affected", WORDS["within"].format(**said)
     if component.fixed_in and version >= Version(component.fixed_in):
-        return "fixed", f"{name} {installed} is at or above the fix in {component.fixed_in}"
+        return "fixed", WORDS["at_fix"].format(**said)
     sides = [_side(s, version) for s in spec if not s.contains(version, prereleases=True)]
     if sides and all(side == "above" for side in sides):
-        return "fixed", f"{name} {installed} is above the affected range {span}"
-    return "not-applicable", f"{name} {installed} is outside the affected range {span}"
+        return "fixed", WORDS["above_range"].format(**said)
+    return "not-applicable", WORDS["outside_range"].format(**said)
 
 
 def judge(entry, facts) -> tuple[str, str]:
@@ -134,11 +135,75 @@ MATCH_VERDICTS = ("applies", "unknown", "fixed", "ruled-out")
 MATCH_TITLES = {"applies": "Applies", "unknown": "Text matches, environment unknown",
                 "fixed": "Fixed in your version", "ruled-out": "Text matches, ruled out"}
 
+# A compute capability and an architecture name, both ways, as data the pages run too (`export`):
+# 'major.minor' -> sm_<major><minor> ('12.0' -> 'sm_120'; leading zeros dropped, as int() drops
+# them), and an sm_ number's digits -> capability, the first rule that matches: '90' -> '9.0',
+# '120' and '1200' -> '12.0', '700' (Thrust's SM_700 namespace) -> '7.0'. Replacements in `$1` form.
+CAPABILITY = {"pattern": r"^0*([0-9]+)\.0*([0-9]+)$", "arch": "sm_$1$2"}
+ARCH_DIGITS = ((r"^([0-9])([0-9])$", "$1.$2"), (r"^(1[0-9])([0-9])[0-9]*$", "$1.$2"),
+               (r"^([0-9])([0-9])[0-9]*$", "$1.$2"))
+
+
+def _python(replacement: str) -> str:
+    return re.sub(r"\$([0-9])", r"\\\1", replacement)
+
 
 def capability_arch(capability: str | None) -> str | None:
     """'12.0' -> 'sm_120', '9.0' -> 'sm_90'; None when it is no 'major.minor'."""
-    match = re.fullmatch(r"([0-9]+)\.([0-9]+)", capability or "")
-    return f"sm_{int(match.group(1))}{int(match.group(2))}" if match else None
+    pattern = CAPABILITY["pattern"]
+    if not re.search(pattern, capability or ""):
+        return None
+    return re.sub(pattern, _python(CAPABILITY["arch"]), capability)
+
+
+def digits_capability(digits: str) -> str | None:
+    """An sm_ number's digits -> its capability ('120' -> '12.0'); None for a form ARCH_DIGITS lacks."""
+    for pattern, replacement in ARCH_DIGITS:
+        if re.search(pattern, digits):
+            return re.sub(pattern, _python(replacement), digits)
+    return None
+
+
+# The reasons' words, filled with str.format here and the same way by kb-verdict.js (`export`):
+# only the control flow that picks and joins them is written twice.
+WORDS = {
+    "version_unknown": "{name} version is unknown",
+    "not_installed": "{name} is not installed",
+    "not_pep440": "{name} version {quoted} is not a PEP 440 version",
+    "within": "{name} {installed} is within {span}",
+    "at_fix": "{name} {installed} is at or above the fix in {fixed_in}",
+    "above_range": "{name} {installed} is above the affected range {span}",
+    "outside_range": "{name} {installed} is outside the affected range {span}",
+    "generic": "; the matched line is generic (other GPUs print it too)",
+    "gpu_at_line": "line {line} shows {arch}",
+    "gpu_of_subject": "{subject} has {arch}",
+    "gpu_name": " ({name})",
+    "covered": "{gpu}, which the entry covers",
+    "not_covered": "{gpus}; the entry covers {listed}{generic}",
+    "no_arch": "the GPU's sm_ number (the entry covers {listed})",
+    "no_version": "the {package} version ({range})",
+    "range_affected": "affected: {affected}",
+    "range_and_fix": ", fixed in {fixed_in}",
+    "range_fix": "fixed in {fixed_in}",
+    "unreadable": "a {package} version PEP 440 reads ({at}{why})",
+    "at_line": "line {line}: ",
+    "would_decide": "{subject} does not show {missing}, which would decide{said}{generic}",
+    "said": " ({said})",
+    "stack": "your stack",
+    "stack_unnamed": "{subject} does not name {packages}, which would decide ({why})",
+    "unranged": "; {packages}: the record gives no version range, so any version counts",
+}
+
+
+def architecture_table() -> dict:
+    """CAPABILITY and ARCH_DIGITS for the pages (kbVerdict.arch and .capability run them)."""
+    return {"capability": CAPABILITY, "digits": [list(rule) for rule in ARCH_DIGITS]}
+
+
+def export() -> dict:
+    """What kbVerdict (kb-verdict.js) runs on, written into triage/patterns.json and stack/stack.json:
+    the verdicts' order, the reasons' words and the capability table."""
+    return {"order": list(MATCH_VERDICTS), "words": WORDS, "architecture": architecture_table()}
 
 
 def scope(entry) -> dict:
@@ -156,13 +221,14 @@ class _Range:
 
 def _range_words(item: dict) -> str:
     if item["affected"]:
-        return f"affected: {item['affected']}" + (f", fixed in {item['fixed_in']}" if item["fixed_in"] else "")
-    return f"fixed in {item['fixed_in']}"
+        return (WORDS["range_affected"].format(affected=item["affected"])
+                + (WORDS["range_and_fix"].format(fixed_in=item["fixed_in"]) if item["fixed_in"] else ""))
+    return WORDS["range_fix"].format(fixed_in=item["fixed_in"])
 
 
 def _at(facts: dict, key: str) -> str:
     line = facts.get("lines", {}).get(key)
-    return f"line {line}: " if line else ""
+    return WORDS["at_line"].format(line=line) if line else ""
 
 
 def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the log") -> tuple[str, str]:
@@ -184,49 +250,53 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
       architecture fact, and the reason says when the line is generic.
     """
     listed = ", ".join(cell["architectures"])
-    generic = "" if specific else "; the matched line is generic (other GPUs print it too)"
+    generic = "" if specific else WORDS["generic"]
     gpus = facts.get("gpus")
     shown = []
     missing = []
 
     def seen(g: dict, a: str | None) -> str:
-        where = f"line {g['line']} shows" if g.get("line") else f"{subject} has"
-        return f"{where} {a}{' (' + g['name'] + ')' if g.get('name') else ''}"
+        where = (WORDS["gpu_at_line"].format(line=g["line"], arch=a) if g.get("line")
+                 else WORDS["gpu_of_subject"].format(subject=subject, arch=a))
+        return where + (WORDS["gpu_name"].format(name=g["name"]) if g.get("name") else "")
 
     if gpus is None:
-        missing.append(f"the GPU's sm_ number (the entry covers {listed})")
+        missing.append(WORDS["no_arch"].format(listed=listed))
     else:
         archs = [capability_arch(g.get("compute_capability")) for g in gpus]
         covered = [(g, a) for g, a in zip(gpus, archs) if a in cell["architectures"]]
         if covered:
-            shown.append(f"{seen(*covered[0])}, which the entry covers")
+            shown.append(WORDS["covered"].format(gpu=seen(*covered[0])))
         elif None in archs:
-            missing.append(f"the GPU's sm_ number (the entry covers {listed})")
+            missing.append(WORDS["no_arch"].format(listed=listed))
         else:
-            return "ruled-out", f"{'; '.join(seen(g, a) for g, a in zip(gpus, archs))}; the entry covers {listed}{generic}"
+            return "ruled-out", WORDS["not_covered"].format(gpus="; ".join(seen(g, a) for g, a in zip(gpus, archs)),
+                                                            listed=listed, generic=generic)
     packages = facts.get("packages", {})
     found: dict[str, list[str]] = {"fixed": [], "not-applicable": [], "affected": []}
     for item in cell["components"]:
         if not (item["affected"] or item["fixed_in"]):
             continue
         verdict, why = _package(_Range(item), packages)
+        at = _at(facts, "packages." + item["package"])
         if verdict == "unknown" and item["package"] not in packages:
-            missing.append(f"the {item['package']} version ({_range_words(item)})")
+            missing.append(WORDS["no_version"].format(package=item["package"], range=_range_words(item)))
         elif verdict == "unknown":
-            missing.append(f"a {item['package']} version PEP 440 reads ({_at(facts, 'packages.' + item['package'])}{why})")
+            missing.append(WORDS["unreadable"].format(package=item["package"], at=at, why=why))
         else:
-            found[verdict].append(_at(facts, "packages." + item["package"]) + why)
+            found[verdict].append(at + why)
     if found["not-applicable"]:
         return "ruled-out", "; ".join(found["not-applicable"]) + generic
     if found["fixed"]:
         return "fixed", "; ".join(found["fixed"]) + generic
     if missing:
-        said = f" ({'; '.join(shown + found['affected'])})" if shown or found["affected"] else ""
-        return "unknown", f"{subject} does not show {' or '.join(missing)}, which would decide{said}{generic}"
+        said = WORDS["said"].format(said="; ".join(shown + found["affected"])) if shown or found["affected"] else ""
+        return "unknown", WORDS["would_decide"].format(subject=subject, missing=" or ".join(missing), said=said,
+                                                       generic=generic)
     return "applies", "; ".join(shown + found["affected"]) + generic
 
 
-STACK = "your stack"  # how the reasons of `on_stack` name what the reader gave
+STACK = WORDS["stack"]  # how the reasons of `on_stack` name what the reader gave
 
 
 def on_stack(cell: dict, facts: dict) -> tuple[str, str]:
@@ -242,11 +312,11 @@ def on_stack(cell: dict, facts: dict) -> tuple[str, str]:
     given = facts.get("packages", {})
     named = [p for p in packages if p in given]
     if not named:
-        return "unknown", f"{STACK} does not name {_or(packages)}, which would decide ({why})"
+        return "unknown", WORDS["stack_unnamed"].format(subject=STACK, packages=_or(packages), why=why)
     ranged_packages = {item["package"] for item in cell["components"] if item["affected"] or item["fixed_in"]}
     unranged = [f"{p} {given[p]}" for p in named if p not in ranged_packages]
     if unranged:
-        why += f"; {', '.join(unranged)}: the record gives no version range, so any version counts"
+        why += WORDS["unranged"].format(packages=", ".join(unranged))
     return verdict, why
 
 

@@ -146,7 +146,7 @@ def words_of(text: str) -> list[str]:
 
 def literal_files(site) -> dict[str, str]:
     """The search box's literal strings as files: `search/literals.json` (the rules, the filters,
-    the number of shards and the common words) and one `search/literals/<n>.json` per shard.
+    the number of shards, `KEYS` and the common words) and one `search/literals/<n>.json` per shard.
     A literal is filed under each of its words that is not common (under `pair_key` of its words
     when all are common); the box fetches the shards of the `KEYS` longest uncommon words of the
     query (of its `pair_key` when all are common). Up to `ONE_FILE_BYTES` there is one shard,
@@ -183,7 +183,7 @@ def literal_files(site) -> dict[str, str]:
     def dump(value) -> str:
         return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
 
-    out = {"search/literals.json": dump(data | {"shards": shards, "common": sorted(common)})}
+    out = {"search/literals.json": dump(data | {"shards": shards, "keys": KEYS, "common": sorted(common)})}
     for k, shard in enumerate(filed):
         out[f"search/literals/{k}.json"] = dump(shard)
     return out

@@ -40,9 +40,8 @@ class Choice:
 
 
 def arch_capability(arch: str) -> str:
-    """'sm_120' -> '12.0', 'sm_90' -> '9.0'."""
-    digits = arch.removeprefix("sm_")
-    return f"{int(digits[:-1])}.{digits[-1]}"
+    """'sm_120' -> '12.0', 'sm_90' -> '9.0' (kb.records.verdict's table)."""
+    return verdict.digits_capability(arch.removeprefix("sm_"))
 
 
 def gpu_architecture(name: str) -> str | None:
@@ -135,5 +134,5 @@ def data(site: Site) -> str:
     cells = [{"id": cell.id, "url": site.url(cell), "title": cell.entry.title, "status": cell.entry.status.state,
               "status_name": facets.STATUS_NAMES[cell.entry.status.state], "do_now": do_now(cell.entry),
               "scope": verdict.scope(cell.entry)} for cell in site.cells]
-    return json.dumps({"version": 1, "verdicts": TITLES, "cells": cells},
+    return json.dumps({"version": 1, "verdicts": TITLES, "verdict": verdict.export(), "cells": cells},
                       separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"

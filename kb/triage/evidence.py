@@ -9,7 +9,7 @@ words) matches a line normalised (kb.records.normalise).
 
 Which window: the first line `e` of the log such that each term and number was last seen at or
 after `e - window + 1`. The lines reported are those last sightings. The triage page
-(kb-triage.js) computes the same from the rules `export` writes into triage/patterns.json.
+(kb-evidence.js) computes the same from the rules `export` writes into triage/patterns.json.
 
 Weights (next to kb.triage.match's: a literal signature weighs 1 + len/1000, a symptom phrase 0.3): an
 item weighs EVIDENCE_WEIGHT = 0.6, once per item, added to the cell's score. Two or more specific
@@ -290,7 +290,7 @@ def merge(hits: list, found: list[Found], shown: dict[int, str]) -> list:
 
 
 def export(rule_list: list[Rule]) -> list[dict]:
-    """The rules for the triage page (kb-triage.js), which applies them as `scan` does."""
+    """The rules for the triage page (kb-evidence.js), which applies them as `scan` does."""
     return [{"entry": r.entry, "terms": list(r.terms), "numbers": list(r.numbers), "words": [list(w) for w in r.words],
              "window": r.window, "label": r.label, "weight": EVIDENCE_WEIGHT, "url": r.url, "title": r.title}
             for r in rule_list]

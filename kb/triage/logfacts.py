@@ -2,7 +2,7 @@
 
 One table of rules (`RULES`), each a regular expression in the subset Python's `re` and
 JavaScript's RegExp read alike (ASCII classes, lookahead only), applied case-insensitively to each
-raw line; the triage page runs the same table (`export()`, read by `kbLogFacts` in kb-triage.js)
+raw line; the triage page runs the same table (`export()`, read by `kbLogFacts` in kb-logfacts.js)
 and tests/vectors/logfacts.json holds the vectors both are tested on. What a rule gives:
 
 - `gpu`: a GPU name; its compute capability comes from `MODELS` (NVIDIA's published capabilities,
@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from kb.records.verdict import capability_arch
+from kb.records.verdict import architecture_table, capability_arch, digits_capability
 
 VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z])"
 
@@ -124,15 +124,6 @@ class LogFacts:
         return out
 
 
-def _arch_capability(digits: str) -> str:
-    """'90' -> '9.0', '120' -> '12.0', '110' -> '11.0'; '700' (SM_700) -> '7.0'."""
-    if len(digits) == 2:
-        return f"{digits[0]}.{digits[1]}"
-    if digits[0] == "1":
-        return f"{digits[:2]}.{digits[2]}"
-    return f"{digits[0]}.{digits[1]}"
-
-
 @lru_cache(maxsize=1)
 def _compiled():
     return ([(name, fact, re.compile(pattern, re.I)) for name, fact, pattern, _ in RULES], re.compile(IGNORE, re.I),
@@ -189,7 +180,7 @@ def read_numbered(numbered) -> LogFacts:
                 found = regex.findall(line)
                 if found and len(set(found)) <= MAX_LISTED and not ignore.search(line):
                     for digits in dict.fromkeys(found):
-                        weak.append(LogGpu(None, _arch_capability(digits), number))
+                        weak.append(LogGpu(None, digits_capability(digits), number))
                 continue
             for match in regex.finditer(line):
                 if fact == "gpu":
@@ -233,7 +224,7 @@ def read_text(text: str) -> LogFacts:
 
 
 def export() -> dict:
-    """The rules for the triage page (kbLogFacts in kb-triage.js)."""
+    """The rules for the triage page (kbLogFacts in kb-logfacts.js)."""
     return {"rules": [{"name": n, "fact": f, "pattern": p} for n, f, p, _ in RULES], "ignore": IGNORE,
             "models": [{"pattern": p, "capability": c} for p, c in MODELS], "packages": PACKAGES,
-            "max_listed": MAX_LISTED, "line_limit": 4096}
+            "max_listed": MAX_LISTED, "line_limit": 4096, "architecture": architecture_table()}

@@ -641,4 +641,5 @@ def export(rule_list: list[Rule]) -> dict:
                   for r in rule_list],
         "cells": dict(sorted(scopes(rule_list).items())),
         "verdicts": verdict.MATCH_TITLES,
+        "verdict": verdict.export(),
     }

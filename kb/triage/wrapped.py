@@ -3,7 +3,7 @@
 A terminal, an editor or GitHub breaks a long message over lines, inside a word at a fixed width
 or at a space; a quoted paste repeats `> ` on every line, and vLLM repeats its log prefix on every
 line of a message that holds a line end. `kb match` (kb.triage.match) and the triage page
-(kb-triage.js, from the data `export` gives) find a rule in lines a..b (two or three) when:
+(kb-wrapped.js, from the data `export` gives) find a rule in lines a..b (two or three) when:
 
 1. every one of them is at most LONG characters (a wrapped line is as wide as a terminal);
 2. each line after the first continues the first: its body, what is left once its Markdown

@@ -84,7 +84,7 @@
 
   // The rules and the shard table (search/literals.json), fetched once; the shards of literal
   // strings (search/literals/<n>.json, kb.site.search.literal_files) as a query needs them: those of
-  // its KEYS longest uncommon words, or of its pair key when all its words are common.
+  // its `keys` longest uncommon words (kb.site.search.KEYS), or of its pair key when all its words are common.
   function loadLiterals() {
     if (!literals) {
       literals = fetch(literalsUrl).then(function (r) {
@@ -92,7 +92,7 @@
         return r.json();
       }).then(function (data) {
         return { rules: kbNormalise.compile(data.normalise.concat(data.search)), mask: kbNormalise.compile(data.mask),
-                 passes: data.passes, filters: data.filters, shards: data.shards, common: new Set(data.common),
+                 passes: data.passes, filters: data.filters, shards: data.shards, keys: data.keys, common: new Set(data.common),
                  loaded: new Map(), pages: [], pageAt: new Map(), strings: [], held: new Set(), vocab: [],
                  ids: new Map(), postings: [], memo: new Map() };
       });
@@ -100,7 +100,6 @@
     return literals;
   }
 
-  var KEYS = 4;
   var PAGEFIND_WORDS = 4; // words of a query Pagefind searches for (each costs a chunk per index shard)
 
   function shardOf(word, shards) {
@@ -119,7 +118,7 @@
   function literalsFor(raw) {
     return loadLiterals().then(function (index) {
       var words = prepare(index, raw).tokens.slice(0, MAX_TOKENS);
-      var keys = longest(words.filter(function (w) { return !index.common.has(w); })).slice(0, KEYS);
+      var keys = longest(words.filter(function (w) { return !index.common.has(w); })).slice(0, index.keys);
       if (!keys.length && words.length) keys = [longest(words).slice(0, 2).sort().join(" ")];
       var wanted = Array.from(new Set(keys.map(function (k) { return shardOf(k, index.shards); })));
       return Promise.all(wanted.map(function (n) {

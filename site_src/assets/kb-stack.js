@@ -19,7 +19,6 @@
   var byName = {};
   inputs.forEach(function (input) { byName[input.name] = input; });
   var MAX = 60;  // characters of a version (the fields' maxlength)
-  var ORDER = ["applies", "unknown", "fixed", "ruled-out"];
   var data = null;
 
   function has(object, key) { return Object.prototype.hasOwnProperty.call(object, key); }
@@ -154,12 +153,12 @@
     status.textContent = "Deciding\u2026";
     load().then(function (d) {
       var stackFacts = facts(choices);
-      var hits = kbVerdict.rank(d.cells.map(function (cell) {
-        var decided = kbVerdict.stack(cell.scope, stackFacts);
+      var hits = kbVerdict.rank(d.verdict, d.cells.map(function (cell) {
+        var decided = kbVerdict.stack(d.verdict, cell.scope, stackFacts);
         return { cell: cell, entry: cell.id, verdict: decided[0], why: decided[1], specific: true, score: 0 };
       }));
       var counts = [];
-      ORDER.forEach(function (v) {
+      d.verdict.order.forEach(function (v) {
         var group = hits.filter(function (h) { return h.verdict === v; });
         if (!group.length) return;
         counts.push(d.verdicts[v] + ": " + group.length);

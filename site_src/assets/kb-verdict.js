@@ -1,4 +1,4 @@
-// The verdict on a cell (kb/records/verdict.py): shared by the triage page (kb-triage.js) and the
+// The verdict on a cell (kb/records/verdict.py): shared by the triage page (kb-match.js) and the
 // My stack page (kb-stack.js), loaded before either.
 (function () {
   "use strict";
@@ -7,9 +7,10 @@
   // `rank_key`), or on a cell for a stack a reader describes (`on_stack`): the same rules and
   // words, on the facts kbLogFacts reads (or the My stack page gives) and the cell's scope
   // (patterns.json and stack/stack.json `cells`: architectures, each component's affected range
-  // and fixed_in); tests/vectors/verdict.json holds the vectors both pass. Versions are compared as PEP 440
-  // orders them (release, a/b/rc, post, dev; a local part only where packaging looks at it),
-  // for the forms kbLogFacts reads and the records hold (no epoch).
+  // and fixed_in); tests/vectors/verdict.json holds the vectors both pass (under node:
+  // tests/test_twins_node.py). Versions are compared as PEP 440 orders them (release, a/b/rc,
+  // post, dev; a local part only where packaging looks at it), for the forms kbLogFacts reads and
+  // the records hold (no epoch).
   var PRE = { a: 0, b: 1, rc: 2 };
   function version(text) {
     var m = /^([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.?post([0-9]+))?(?:\.?dev([0-9]+))?(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?$/i.exec(text);
@@ -75,62 +76,76 @@
   function pyRepr(text) {
     return text.indexOf("'") >= 0 && text.indexOf('"') < 0 ? '"' + text + '"' : "'" + text.replace(/\\/g, "\\\\").replace(/'/g, "\\'") + "'";
   }
-  function packageVerdict(item, packages) {
-    var name = item.package;
-    if (!Object.prototype.hasOwnProperty.call(packages, name)) return ["unknown", name + " version is unknown"];
+  // A sentence of verdict.WORDS with its {names} filled, once (a value holding "{x}" stays as it is).
+  function fill(template, values) {
+    return template.replace(/\{([a-z_]+)\}/g, function (all, name) { return values[name]; });
+  }
+  function packageVerdict(t, item, packages) {
+    var name = item.package, w = t.words;
+    if (!Object.prototype.hasOwnProperty.call(packages, name)) return ["unknown", fill(w.version_unknown, { name: name })];
     var installed = packages[name];
-    if (installed === null) return ["not-applicable", name + " is not installed"];
+    if (installed === null) return ["not-applicable", fill(w.not_installed, { name: name })];
     var v = version(installed);
-    if (!v) return ["unknown", name + " version " + pyRepr(installed) + " is not a PEP 440 version"];
+    if (!v) return ["unknown", fill(w.not_pep440, { name: name, quoted: pyRepr(installed) })];
     var span = item.affected || "<" + item.fixed_in, all = specs(span);
-    if (all.every(function (s) { return contains(s, v); })) return ["affected", name + " " + installed + " is within " + span];
-    if (item.fixed_in && compare(v, version(item.fixed_in)) >= 0) {
-      return ["fixed", name + " " + installed + " is at or above the fix in " + item.fixed_in];
-    }
+    var said = { name: name, installed: installed, span: span, fixed_in: item.fixed_in };
+    if (all.every(function (s) { return contains(s, v); })) return ["affected", fill(w.within, said)];
+    if (item.fixed_in && compare(v, version(item.fixed_in)) >= 0) return ["fixed", fill(w.at_fix, said)];
     var sides = all.filter(function (s) { return !contains(s, v); }).map(function (s) { return side(s, v); });
-    if (sides.length && sides.every(function (x) { return x === "above"; })) {
-      return ["fixed", name + " " + installed + " is above the affected range " + span];
+    if (sides.length && sides.every(function (x) { return x === "above"; })) return ["fixed", fill(w.above_range, said)];
+    return ["not-applicable", fill(w.outside_range, said)];
+  }
+  // verdict.capability_arch and digits_capability: the exported table (`architecture`) applied.
+  function arch(table, cc) {
+    var pattern = new RegExp(table.capability.pattern);
+    return pattern.test(cc || "") ? cc.replace(pattern, table.capability.arch) : null;
+  }
+  function capability(table, digits) {
+    for (var i = 0; i < table.digits.length; i++) {
+      var pattern = new RegExp(table.digits[i][0]);
+      if (pattern.test(digits)) return digits.replace(pattern, table.digits[i][1]);
     }
-    return ["not-applicable", name + " " + installed + " is outside the affected range " + span];
+    return null;
   }
-  function capabilityArch(cc) {
-    var m = /^([0-9]+)\.([0-9]+)$/.exec(cc || "");
-    return m ? "sm_" + parseInt(m[1], 10) + parseInt(m[2], 10) : null;
+  function rangeWords(w, item) {
+    if (item.affected) return fill(w.range_affected, item) + (item.fixed_in ? fill(w.range_and_fix, item) : "");
+    return fill(w.range_fix, item);
   }
-  function decide(cell, facts, specific, subject) {
+  function decide(t, cell, facts, specific, subject) {
+    var w = t.words;
     if (subject === undefined) subject = "the log";
     var listed = cell.architectures.join(", ");
-    var generic = specific ? "" : "; the matched line is generic (other GPUs print it too)";
+    var generic = specific ? "" : w.generic;
     var lines = facts.lines || {}, packages = facts.packages || {}, shown = [], missing = [];
-    function at(key) { return lines[key] ? "line " + lines[key] + ": " : ""; }
+    function at(key) { return lines[key] ? fill(w.at_line, { line: lines[key] }) : ""; }
     function gpuWords(g, a) {
-      return (g.line ? "line " + g.line + " shows " : subject + " has ") + a + (g.name ? " (" + g.name + ")" : "");
+      return (g.line ? fill(w.gpu_at_line, { line: g.line, arch: a }) : fill(w.gpu_of_subject, { subject: subject, arch: a })) +
+        (g.name ? fill(w.gpu_name, { name: g.name }) : "");
     }
     if (facts.gpus === null || facts.gpus === undefined) {
-      missing.push("the GPU's sm_ number (the entry covers " + listed + ")");
+      missing.push(fill(w.no_arch, { listed: listed }));
     } else {
-      var archs = facts.gpus.map(function (g) { return capabilityArch(g.compute_capability); });
+      var archs = facts.gpus.map(function (g) { return arch(t.architecture, g.compute_capability); });
       var covered = facts.gpus.map(function (g, k) { return [g, archs[k]]; }).filter(function (p) {
         return cell.architectures.indexOf(p[1]) >= 0;
       });
       if (covered.length) {
-        shown.push(gpuWords(covered[0][0], covered[0][1]) + ", which the entry covers");
+        shown.push(fill(w.covered, { gpu: gpuWords(covered[0][0], covered[0][1]) }));
       } else if (archs.indexOf(null) >= 0) {
-        missing.push("the GPU's sm_ number (the entry covers " + listed + ")");
+        missing.push(fill(w.no_arch, { listed: listed }));
       } else {
-        return ["ruled-out", facts.gpus.map(function (g, k) { return gpuWords(g, archs[k]); }).join("; ") +
-                "; the entry covers " + listed + generic];
+        return ["ruled-out", fill(w.not_covered, { gpus: facts.gpus.map(function (g, k) { return gpuWords(g, archs[k]); }).join("; "),
+                                                   listed: listed, generic: generic })];
       }
     }
     var found = { "fixed": [], "not-applicable": [], "affected": [] };
     cell.components.forEach(function (item) {
       if (!(item.affected || item.fixed_in)) return;
-      var r = packageVerdict(item, packages), where = at("packages." + item.package);
+      var r = packageVerdict(t, item, packages), where = at("packages." + item.package);
       if (r[0] === "unknown" && !Object.prototype.hasOwnProperty.call(packages, item.package)) {
-        missing.push("the " + item.package + " version (" + (item.affected ? "affected: " + item.affected +
-          (item.fixed_in ? ", fixed in " + item.fixed_in : "") : "fixed in " + item.fixed_in) + ")");
+        missing.push(fill(w.no_version, { package: item.package, range: rangeWords(w, item) }));
       } else if (r[0] === "unknown") {
-        missing.push("a " + item.package + " version PEP 440 reads (" + where + r[1] + ")");
+        missing.push(fill(w.unreadable, { package: item.package, at: where, why: r[1] }));
       } else {
         found[r[0]].push(where + r[1]);
       }
@@ -139,21 +154,19 @@
     if (found.fixed.length) return ["fixed", found.fixed.join("; ") + generic];
     if (missing.length) {
       var said = shown.concat(found.affected);
-      return ["unknown", subject + " does not show " + missing.join(" or ") + ", which would decide" +
-              (said.length ? " (" + said.join("; ") + ")" : "") + generic];
+      return ["unknown", fill(w.would_decide, { subject: subject, missing: missing.join(" or "), generic: generic,
+                                                said: said.length ? fill(w.said, { said: said.join("; ") }) : "" })];
     }
     return ["applies", shown.concat(found.affected).join("; ") + generic];
   }
-  var VERDICTS = ["applies", "unknown", "fixed", "ruled-out"];
-  function rankCompare(a, b) {  // rank_key: ruled-out last, generic-only after the rest, verdict, score, id
-    var ka = [a.verdict === "ruled-out" ? 1 : 0, a.specific ? 0 : 1, VERDICTS.indexOf(a.verdict), -a.score];
-    var kb = [b.verdict === "ruled-out" ? 1 : 0, b.specific ? 0 : 1, VERDICTS.indexOf(b.verdict), -b.score];
+  function rankCompare(order, a, b) {  // rank_key: ruled-out last, generic-only after the rest, verdict, score, id
+    var ka = [a.verdict === "ruled-out" ? 1 : 0, a.specific ? 0 : 1, order.indexOf(a.verdict), -a.score];
+    var kb = [b.verdict === "ruled-out" ? 1 : 0, b.specific ? 0 : 1, order.indexOf(b.verdict), -b.score];
     return compareList(ka, kb) || (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0);
   }
   function or(words) { return words.length === 1 ? words[0] : words.slice(0, -1).join(", ") + " or " + words[words.length - 1]; }
-  var STACK = "your stack";
-  function stack(cell, facts) {  // on_stack: a cell whose packages the stack names none of stays unknown
-    var decided = decide(cell, facts, true, STACK);
+  function stack(t, cell, facts) {  // on_stack: a cell whose packages the stack names none of stays unknown
+    var w = t.words, decided = decide(t, cell, facts, true, w.stack);
     if (decided[0] !== "applies") return decided;
     var given = facts.packages || {}, packages = [], ranged = {};
     cell.components.forEach(function (item) {
@@ -161,11 +174,13 @@
       if (item.affected || item.fixed_in) ranged[item.package] = true;
     });
     var named = packages.filter(function (p) { return Object.prototype.hasOwnProperty.call(given, p); });
-    if (!named.length) return ["unknown", STACK + " does not name " + or(packages) + ", which would decide (" + decided[1] + ")"];
+    if (!named.length) return ["unknown", fill(w.stack_unnamed, { subject: w.stack, packages: or(packages), why: decided[1] })];
     var unranged = named.filter(function (p) { return !ranged[p]; }).map(function (p) { return p + " " + given[p]; });
-    if (unranged.length) decided[1] += "; " + unranged.join(", ") + ": the record gives no version range, so any version counts";
+    if (unranged.length) decided[1] += fill(w.unranged, { packages: unranged.join(", ") });
     return decided;
   }
-  window.kbVerdict = { decide: decide, stack: stack, version: version,
-                       rank: function (hits) { return hits.slice().sort(rankCompare); } };
+  // Every function takes the exported table `t` (kb.records.verdict.export(): the verdicts' order,
+  // the reasons' words, the capability table), as the pages find it in their JSON.
+  window.kbVerdict = { decide: decide, stack: stack, version: version, arch: arch, capability: capability,
+                       rank: function (t, hits) { return hits.slice().sort(function (a, b) { return rankCompare(t.order, a, b); }); } };
 })();

@@ -1,0 +1,102 @@
+// Log triage in the browser (kb/triage/match.py): the same rules as `kb match` (exported to
+// triage/patterns.json), applied line by line. Candidate lines are those containing a rule's anchor
+// word; they are normalised with the shared rules (kb-normalise.js, which the search box runs too),
+// then tested against the compiled signature patterns; a rule's words spread over lines go to
+// kbWrapped, identifiers seen together to kbEvidence, and each matched cell's verdict is kbVerdict's
+// on the facts kbLogFacts reads. Loaded after those four; tests/vectors/match.json holds the vectors.
+(function () {
+  "use strict";
+
+  // The engine `match` runs, from triage/patterns.json as the build writes it.
+  function compile(data) {
+    var byAnchor = {};
+    data.rules.forEach(function (rule, key) {
+      rule.key = key;
+      rule.regex = new RegExp(rule.source);
+      (byAnchor[rule.anchor] = byAnchor[rule.anchor] || []).push(rule);
+    });
+    var rules = kbNormalise.compile(data.normalise);
+    return { byAnchor: byAnchor, anchors: Object.keys(byAnchor).sort(), window: data.window,
+             wrap: kbWrapped.compile(data.wrapped), evidence: kbEvidence.compile(data.evidence), cells: data.cells,
+             logfacts: data.logfacts, verdict: data.verdict,
+             // A line normalised as the search box does it (kb-normalise.js, normalise.normalise).
+             norm: function (line) { return kbNormalise.normalise(rules, data.passes, line); } };
+  }
+
+  function record(hits, rule, numbers, texts) {
+    var hit = hits[rule.entry] = hits[rule.entry] ||
+      { entry: rule.entry, url: rule.url, title: rule.title, score: 0, lines: [], texts: {}, signatures: [] };
+    hit.specific = hit.specific || !rule.generic;
+    if (!hit.signatures.some(function (s) { return s[0] === rule.signature; })) {
+      hit.signatures.push([rule.signature, rule.weight]);
+      hit.score = Math.round((hit.score + rule.weight) * 1000) / 1000;
+    }
+    numbers.forEach(function (n) { if (!(n in hit.texts)) { hit.lines.push(n); hit.texts[n] = texts[n - 1]; } });
+  }
+
+  function match(e, text) {
+    var hits = {};
+    var lines = text.split("\n");
+    var all = lines.map(function (raw) { return raw.replace(/\r$/, ""); });
+    var wrapped = kbWrapped.finder(e, all);
+    lines.forEach(function (raw, i) {
+      var line = all[i];
+      var lower = line.toLowerCase();
+      var anchored = [];
+      e.anchors.forEach(function (a) { if (lower.indexOf(a) >= 0) anchored = anchored.concat(e.byAnchor[a]); });
+      var candidates = anchored.filter(function (rule) {
+        return rule.words.every(function (w) { return lower.indexOf(w) >= 0; });
+      });
+      var confirmed = matchLine(e, line, lower, candidates);
+      confirmed.forEach(function (rule) { record(hits, rule, [i + 1], all); });
+      // A rule the line holds a search word of but not all its words may be wrapped over lines.
+      var ascii = kbWrapped.asciiLower(line);
+      anchored.forEach(function (rule) {
+        if (confirmed.indexOf(rule) >= 0 || rule.words.every(function (w) { return ascii.indexOf(w) >= 0; })) return;
+        wrapped.find(rule, i, i).forEach(function (run) {
+          var numbers = [];
+          for (var n = run[0]; n <= run[1]; n++) numbers.push(n + 1);
+          record(hits, rule, numbers, all);
+        });
+      });
+    });
+    Object.keys(hits).forEach(function (k) { hits[k].lines.sort(function (a, b) { return a - b; }); });
+    return finish(e, text, lines, hits);
+  }
+
+  // The rules of `candidates` (anchor and words in the line) whose pattern matches the line.
+  function matchLine(e, line, lower, candidates) {
+    if (!candidates.length) return [];
+    // Long lines are matched in windows around their anchor words, as in `kb match`.
+    var texts;
+    if (line.length <= 2 * e.window) {
+      texts = [e.norm(line)];
+    } else {
+      var starts = {};
+      candidates.forEach(function (rule) { var p = lower.indexOf(rule.anchor); if (p >= 0) starts[p] = true; });
+      texts = Object.keys(starts).map(Number).sort(function (a, b) { return a - b; }).map(function (p) {
+        return e.norm(line.slice(Math.max(0, p - e.window), p + e.window));
+      });
+    }
+    return candidates.filter(function (rule) { return texts.some(function (t) { return rule.regex.test(t); }); });
+  }
+
+  function finish(e, text, lines, hits) {
+    kbEvidence.scan(e, lines, hits);
+    // What the log says of its machine decides each cell's verdict, as in `kb match` (which reads
+    // the facts from a log's first 4 MiB; a pasted log is read whole).
+    var facts = kbLogFacts.read(e.logfacts, text);
+    return kbVerdict.rank(e.verdict, Object.keys(hits).map(function (k) { return hits[k]; }).map(function (hit) {
+      var best = hit.signatures[0];
+      hit.signatures.forEach(function (s) { if (s[1] > best[1]) best = s; });
+      hit.signature = best[0];
+      hit.specific = !!hit.specific;
+      var decided = kbVerdict.decide(e.verdict, e.cells[hit.entry], facts, hit.specific);
+      hit.verdict = decided[0];
+      hit.why = decided[1];
+      return hit;
+    }));
+  }
+
+  window.kbMatch = { compile: compile, match: match };
+})();
