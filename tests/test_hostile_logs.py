@@ -96,3 +96,74 @@ def test_crafted_logs_cost_a_small_multiple_of_real_logs():
     times = hostile_logs.measure(256 * 1024, runs=2)
     slow = {name: round(t / times["real"], 1) for name, t in times.items() if t > 10 * times["real"]}
     assert not slow, f"crafted logs cost more than 10x a real log of the same size: {slow} ({times})"
+
+
+# --- the page ------------------------------------------------------------------------------
+
+def _node_times(logs: dict[str, str]) -> dict[str, float]:
+    """Seconds kbMatch.match takes on each log under node (the page's matcher, no browser),
+    best of two, all in one process, on the tables the build exports."""
+    import json
+    import subprocess
+
+    from test_twins_node import NODE, patterns_data, script_paths
+
+    script = """
+const fs = require("fs"), vm = require("vm");
+const input = JSON.parse(fs.readFileSync(0, "utf-8"));
+globalThis.window = globalThis;
+for (const path of input.assets) vm.runInThisContext(fs.readFileSync(path, "utf-8"), { filename: path });
+const engine = kbMatch.compile(input.patterns), out = {};
+for (const [name, text] of Object.entries(input.logs)) {
+  let best = Infinity;
+  for (let i = 0; i < 2; i++) { const t = process.hrtime.bigint(); kbMatch.match(engine, text);
+    best = Math.min(best, Number(process.hrtime.bigint() - t) / 1e9); }
+  out[name] = best;
+}
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run([str(NODE), "-e", script], input=json.dumps(
+        {"assets": script_paths(), "patterns": patterns_data(), "logs": logs}),
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_pages_matcher_costs_a_small_multiple_of_real_logs_too():
+    import hostile_logs
+
+    logs = hostile_logs.logs(256 * 1024)
+    times = _node_times(logs)
+    slow = {name: round(t / times["real"], 1) for name, t in times.items() if t > 10 * times["real"]}
+    assert not slow, f"the page's matcher costs more than 10x a real log on crafted logs: {slow} ({times})"
+
+
+def test_a_big_crafted_paste_leaves_the_page_responsive_and_can_be_stopped(live_site, browser):
+    """8 MiB of the review's wrapped lines: the page says how far it got, answers at once while it
+    matches, and the Stop button ends it."""
+    import hostile_logs
+
+    from browser import serve
+
+    text = hostile_logs.logs(8 << 20)["wrapped"]
+    context = browser.new_context()
+    page = context.new_page()
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.evaluate("text => { document.getElementById('kb-triage-log').value = text; }", text)
+        page.click("#kb-triage-run")
+        page.wait_for_function("document.querySelector('.kb-triage__status').textContent.includes(' of ')",
+                               timeout=30000)
+        assert page.locator("#kb-triage-stop").is_visible()
+        started = time.perf_counter()
+        assert page.evaluate("1 + 1") == 2
+        assert time.perf_counter() - started < 2  # a slice is 40 ms: the page answers between them
+        page.click("#kb-triage-stop", timeout=5000)
+        assert page.inner_text(".kb-triage__status").startswith("Stopped")
+        assert page.locator("#kb-triage-stop").is_hidden()
+        assert page.get_attribute("#kb-triage", "data-results") is None
+        # Matching again after a stop runs to the end.
+        page.fill("#kb-triage-log", "RuntimeError: my own log")
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results]")
+    context.close()

@@ -630,6 +630,7 @@ def export(rule_list: list[Rule]) -> dict:
     return {
         "version": 1,
         "window": WINDOW,
+        "facts_bytes": FACTS_BYTES,
         "passes": normalise.MAX_PASSES,
         "normalise": normalise.export(),
         "wrapped": wrapped.export(),
