@@ -41,15 +41,25 @@ def _python_match(rule_list, evidence_rules, log: str) -> list[dict]:
     return [hit.as_json() for hit in hits]
 
 
-@pytest.fixture(scope="module")
-def twins():
-    """Python's answers and node's, on every vector, from one node run."""
+def script_paths() -> list[str]:
+    return [str(ASSETS / f"{name}.js") for name in SCRIPTS]
+
+
+def patterns_data() -> dict:
+    """triage/patterns.json as the build writes it for the live entries (the parts the engines read)."""
     rule_list, problems = match.load_rules(ENTRIES)
     assert problems == []
     evidence_rules = evidence.load_rules(ENTRIES)
-    patterns = match.export(rule_list) | {"request": request.export(), "evidence": evidence.export(evidence_rules)}
-    stdin = {"assets": [str(ASSETS / f"{name}.js") for name in SCRIPTS],
-             "data": {"patterns": patterns, "stack": {"verdict": verdict.export()}}, "vectors": VECTORS}
+    return match.export(rule_list) | {"request": request.export(), "evidence": evidence.export(evidence_rules)}
+
+
+@pytest.fixture(scope="module")
+def twins():
+    """Python's answers and node's, on every vector, from one node run."""
+    rule_list, _ = match.load_rules(ENTRIES)
+    evidence_rules = evidence.load_rules(ENTRIES)
+    stdin = {"assets": script_paths(),
+             "data": {"patterns": patterns_data(), "stack": {"verdict": verdict.export()}}, "vectors": VECTORS}
     done = subprocess.run([str(NODE), str(ROOT / "tests" / "twins" / "run.js")], input=json.dumps(stdin),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"node failed:\n{done.stderr}"

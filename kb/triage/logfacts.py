@@ -32,6 +32,9 @@ from kb.records.verdict import architecture_table, capability_arch, digits_capab
 VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z])"
 
 # (name, fact, pattern, example). Group 1 is the value; a capability has major in 1, minor in 2.
+# No two runs that can match the same character may stand side by side (` *:? *` split a run of
+# spaces every way before failing: quadratic in the line); tests/test_patterns_linear.py times
+# every rule with long runs beside its words.
 RULES: list[tuple[str, str, str, str]] = [
     ("gpu name", "gpu", r"\b(?:nvidia|tesla)(?: geforce)? (?:rtx |gtx |jetson (?:agx )?)?[a-z]{0,3}[0-9]{1,4}[a-z0-9-]*(?: ti| super| laptop gpu| [0-9]+gb(?: hbm[0-9a-z]*)?)*(?: blackwell(?: [a-z -]{0,40}edition)?)?",
      "| 0  NVIDIA GeForce RTX 5090   On |"),
@@ -42,15 +45,15 @@ RULES: list[tuple[str, str, str, str]] = [
     # Thrust names its namespace after the one architecture a binary was built for (SM_700: sm_70).
     ("thrust namespace", "arch", r"\bthrust_[0-9]+_sm_([0-9]{3,4})_ns\b",
      "thrust::THRUST_200802_SM_700_NS::system::system_error"),
-    ("nvidia-smi driver", "driver", r"\bdriver version *:? *([0-9]{2,3}\.[0-9]{2,3}(?:\.[0-9]{2,3})?)\b", "Driver Version: 580.95.05"),
-    ("nvidia-smi cuda", "cuda-driver", r"\bcuda version *:? *([0-9]{1,2}\.[0-9]{1,2})\b", "CUDA Version: 13.0"),
+    ("nvidia-smi driver", "driver", r"\bdriver version *(?:: *)?([0-9]{2,3}\.[0-9]{2,3}(?:\.[0-9]{2,3})?)\b", "Driver Version: 580.95.05"),
+    ("nvidia-smi cuda", "cuda-driver", r"\bcuda version *(?:: *)?([0-9]{1,2}\.[0-9]{1,2})\b", "CUDA Version: 13.0"),
     ("torch build cuda", "cuda-runtime", r"\bcuda used to build pytorch *: *([0-9]{1,2}\.[0-9]{1,2})\b", "CUDA used to build PyTorch: 12.8"),
     ("nvcc release", "cuda-toolkit", r"\bcuda compilation tools, release [0-9.]+, v([0-9]+\.[0-9]+\.[0-9]+)\b",
      "Cuda compilation tools, release 12.8, V12.8.93"),
     ("vllm api server", "package:vllm", r"\bvllm api server version " + VERSION, "vLLM API server version 0.11.0"),
     ("vllm engine", "package:vllm", r"\bllm engine \(v" + VERSION, "Initializing a V1 LLM engine (v0.11.0) with config"),
     ("pytorch version", "package:torch", r"\bpytorch version *: *" + VERSION, "PyTorch version: 2.9.0+cu128"),
-    ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel)(?:==| +version *:? *| +v?)" + VERSION,
+    ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel)(?:==| +version *(?:: *)?| +v?)" + VERSION,
      "torch 2.9.0+cu128"),
 ]
 # Lines that name architectures a build targets or a wheel supports, not the one that ran; and

@@ -351,10 +351,14 @@ class Matcher:
         found = False
         if lines.texts[at] is None:
             return lines, False
+        looked = 0
         for rule in rules:
             wrap = self._wrap[id(rule)]
             if not lines.may_show(wrap, at):
                 continue
+            looked += 1
+            if looked > wrapped.RULES:  # a line holding the words of many rules is made to be slow
+                break
             for a, b in lines.find(wrap, at, at + after):
                 found = True
                 self._record(hits, rule, {number - at + i: lines.texts[i] for i in range(a, b + 1)})
@@ -626,6 +630,7 @@ def export(rule_list: list[Rule]) -> dict:
     return {
         "version": 1,
         "window": WINDOW,
+        "facts_bytes": FACTS_BYTES,
         "passes": normalise.MAX_PASSES,
         "normalise": normalise.export(),
         "wrapped": wrapped.export(),

@@ -52,7 +52,8 @@ EXCEPTION = (r"^(?:[A-Za-z_][A-Za-z0-9_]{0,63}\.){0,8}[A-Za-z0-9_]{0,63}(?:Error
 TRACEBACK = r"Traceback \(most recent call last\)"
 NOT_TITLE = (r"^(?:Traceback \(most recent call last\)|File \"|During handling of the above exception"
              r"|The above exception was the direct cause)")
-GPU = r"(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]*?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)|RTX PRO \d{4}[A-Za-z ]*|GB10|DGX Spark)"
+# The name's middle is bounded: a lazy run that any `NVIDIA ` may start is read to the line's end from each.
+GPU = r"(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]{0,40}?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)|RTX PRO \d{4}[A-Za-z ]*|GB10|DGX Spark)"
 VERSION = (r"\b(vllm|sglang|flashinfer(?:-python)?|torch|triton|cudnn|cuda|driver|tensorrt[_-]llm)\b"
            r"(?:[\w ]{0,24}?\bversion\b)?[\s=:_-]*v?(\d+\.\d+[\w.+-]*)")
 

@@ -38,6 +38,10 @@ from kb.records import normalise, patterns
 
 LINES = 3  # at most this many lines are read as one
 LONG = 4096  # characters: a longer line is no wrapped line
+# Of the rules whose words are around a line (rule 3's quick test), at most this many are looked
+# for wrapped over it, in rule order: a line that holds the words of more rules than this is made
+# for it, and each rule looked for costs the runs of lines around it.
+RULES = 4
 FENCE = "```"
 _ANSI = re.compile(next(pattern for name, pattern, _ in normalise.RULES if name == "ansi colour codes"))
 _PREFIXES = [re.compile(pattern) for name, pattern, _ in normalise.RULES if name in normalise.PREFIXES]
@@ -84,8 +88,23 @@ def _broken(word: str, lines: list[str]) -> bool:
 
 
 _WORD = re.compile(r"[a-z0-9_]+")
-_LAST = re.compile(r"[a-z0-9_]+(?=[^a-z0-9_]*$)")
+# The last word of a line, read from its end: a search for `[a-z0-9_]+(?=[^a-z0-9_]*$)` tries every
+# word of the line and scans to its end from each, and it ran for every rule and window.
+_LAST_REVERSED = re.compile(r"[^a-z0-9_]*([a-z0-9_]+)")
+
+
+def last_word(line: str) -> str | None:
+    """The last run of [a-z0-9_] in `line`, None if it has none: linear in the line."""
+    found = _LAST_REVERSED.match(line[::-1])
+    return found.group(1)[::-1] if found else None
+
+
 _DIGIT = re.compile(r"[0-9]")
+
+
+def _first_word(body: str) -> str | None:
+    found = _WORD.search(body.translate(_ASCII_LOWER))
+    return found.group(0) if found else None
 
 
 @lru_cache(maxsize=4096)
@@ -93,12 +112,12 @@ def _forms(text: str) -> tuple[str, str]:
     return text.lower(), normalise.normalise(text)
 
 
-def _in_text(found: re.Match | None, text: str) -> bool:
+def _in_text(word: str | None, text: str) -> bool:
     """Whether a line's word at a break may be part of the rule's text: in it (as written or
     normalised) or holding a digit. No word at all (only punctuation): yes."""
-    if found is None or _DIGIT.search(found.group(0)):
+    if word is None or _DIGIT.search(word):
         return True
-    return any(found.group(0) in form for form in _forms(text))
+    return any(word in form for form in _forms(text))
 
 
 def _edge(word: str, line: str, other: str, last: bool = False) -> bool:
@@ -137,6 +156,7 @@ class Lines:
     def __init__(self, texts: list[str | None]):
         self.texts = texts
         self._ascii: dict[int, str] = {}
+        self._last: dict[int, str | None] = {}
         self._split: dict[int, tuple[str, str]] = {}
         self._normal: dict[tuple[int, int], list[str]] = {}
         self._shown: dict[tuple[int, int, int], bool] = {}
@@ -159,6 +179,12 @@ class Lines:
             self._ascii[i] = self.texts[i].translate(_ASCII_LOWER)
         return self._ascii[i]
 
+    def last(self, i: int) -> str | None:
+        """The last word of line i (ASCII lower case), worked out once for every rule and window."""
+        if i not in self._last:
+            self._last[i] = last_word(self.ascii(i))
+        return self._last[i]
+
     def shows(self, rule: Rule, a: int, b: int) -> bool:
         """Whether lines a..b show the rule by rules 1-5."""
         memo = (rule.key, a, b)
@@ -173,7 +199,7 @@ class Lines:
         if any(self.texts[i] is None or len(self.texts[i]) > LONG for i in span):
             return False
         lowered = [self.ascii(i) for i in span]
-        if not all(_in_text(_LAST.search(line), rule.text) for line in lowered[:-1]):
+        if not all(_in_text(self.last(i), rule.text) for i in span[:-1]):
             return False
         if rule.edges and not (_edge(rule.edges[0], lowered[0], lowered[1]) and _edge(rule.edges[-1], lowered[-1], lowered[-2], True)):
             return False
@@ -190,7 +216,7 @@ class Lines:
             return False
         if any(quote != parts[0][0] or prefix not in ("", parts[0][1]) for quote, prefix, _ in parts[1:]):
             return False
-        if not all(_in_text(_WORD.search(body.translate(_ASCII_LOWER)), rule.text) for _, _, body in parts[1:]):
+        if not all(_in_text(_first_word(body), rule.text) for _, _, body in parts[1:]):
             return False
         if b - a == 2 and (self.shows(rule, a, a + 1) or self.shows(rule, a + 1, b)):
             return False
@@ -213,5 +239,5 @@ class Lines:
 
 def export() -> dict:
     """The rules above for the triage page."""
-    return {"lines": LINES, "long": LONG, "fence": FENCE, "ansi": _ANSI.pattern,
+    return {"lines": LINES, "long": LONG, "rules": RULES, "fence": FENCE, "ansi": _ANSI.pattern,
             "prefixes": [pattern for name, pattern, _ in normalise.RULES if name in normalise.PREFIXES]}

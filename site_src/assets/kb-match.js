@@ -18,7 +18,7 @@
     var rules = kbNormalise.compile(data.normalise);
     return { byAnchor: byAnchor, anchors: Object.keys(byAnchor).sort(), window: data.window,
              wrap: kbWrapped.compile(data.wrapped), evidence: kbEvidence.compile(data.evidence), cells: data.cells,
-             logfacts: data.logfacts, verdict: data.verdict,
+             logfacts: data.logfacts, factsBytes: data.facts_bytes, verdict: data.verdict,
              // A line normalised as the search box does it (kb-normalise.js, normalise.normalise).
              norm: function (line) { return kbNormalise.normalise(rules, data.passes, line); } };
   }
@@ -34,12 +34,16 @@
     numbers.forEach(function (n) { if (!(n in hit.texts)) { hit.lines.push(n); hit.texts[n] = texts[n - 1]; } });
   }
 
-  function match(e, text) {
+  // A match that goes through the log's lines a slice at a time: `step(n)` reads up to n more lines,
+  // so the page can yield between slices (a big paste leaves the tab responsive, and can be
+  // stopped); `result()` then gives the hits, best first, with their verdicts.
+  function start(e, text) {
     var hits = {};
     var lines = text.split("\n");
     var all = lines.map(function (raw) { return raw.replace(/\r$/, ""); });
     var wrapped = kbWrapped.finder(e, all);
-    lines.forEach(function (raw, i) {
+    var next = 0;
+    function scan(i) {
       var line = all[i];
       var lower = line.toLowerCase();
       var anchored = [];
@@ -49,19 +53,36 @@
       });
       var confirmed = matchLine(e, line, lower, candidates);
       confirmed.forEach(function (rule) { record(hits, rule, [i + 1], all); });
-      // A rule the line holds a search word of but not all its words may be wrapped over lines.
-      var ascii = kbWrapped.asciiLower(line);
+      // A rule the line holds a search word of but not all its words may be wrapped over lines;
+      // at most e.wrap.rules of them per line (kb.triage.wrapped.RULES).
+      var ascii = kbWrapped.asciiLower(line), looked = 0;
       anchored.forEach(function (rule) {
+        if (looked > e.wrap.rules) return;
         if (confirmed.indexOf(rule) >= 0 || rule.words.every(function (w) { return ascii.indexOf(w) >= 0; })) return;
+        if (!wrapped.mayShow(rule, i) || ++looked > e.wrap.rules) return;
         wrapped.find(rule, i, i).forEach(function (run) {
           var numbers = [];
           for (var n = run[0]; n <= run[1]; n++) numbers.push(n + 1);
           record(hits, rule, numbers, all);
         });
       });
-    });
-    Object.keys(hits).forEach(function (k) { hits[k].lines.sort(function (a, b) { return a - b; }); });
-    return finish(e, text, lines, hits);
+    }
+    return {
+      total: lines.length,
+      at: function () { return next; },
+      done: function () { return next >= lines.length; },
+      step: function (count) { for (var end = Math.min(lines.length, next + count); next < end; next++) scan(next); },
+      result: function () {
+        Object.keys(hits).forEach(function (k) { hits[k].lines.sort(function (a, b) { return a - b; }); });
+        return finish(e, text, lines, hits);
+      }
+    };
+  }
+
+  function match(e, text) {
+    var run = start(e, text);
+    run.step(run.total);
+    return run.result();
   }
 
   // The rules of `candidates` (anchor and words in the line) whose pattern matches the line.
@@ -83,9 +104,9 @@
 
   function finish(e, text, lines, hits) {
     kbEvidence.scan(e, lines, hits);
-    // What the log says of its machine decides each cell's verdict, as in `kb match` (which reads
-    // the facts from a log's first 4 MiB; a pasted log is read whole).
-    var facts = kbLogFacts.read(e.logfacts, text);
+    // What the log says of its machine decides each cell's verdict, as in `kb match`: the facts of
+    // the log's first e.factsBytes bytes of UTF-8, the lines whole within them (match.read_facts).
+    var facts = kbLogFacts.read(e.logfacts, head(text, e.factsBytes));
     return kbVerdict.rank(e.verdict, Object.keys(hits).map(function (k) { return hits[k]; }).map(function (hit) {
       var best = hit.signatures[0];
       hit.signatures.forEach(function (s) { if (s[1] > best[1]) best = s; });
@@ -98,5 +119,14 @@
     }));
   }
 
-  window.kbMatch = { compile: compile, match: match };
+  // The lines of `text` whole within its first `bytes` bytes of UTF-8 (all of it when shorter).
+  function head(text, bytes) {
+    if (text.length * 3 <= bytes) return text;  // at most 3 bytes of UTF-8 per UTF-16 code unit
+    var encoded = new TextEncoder().encode(text);
+    if (encoded.length <= bytes) return text;
+    var cut = encoded.lastIndexOf(10, bytes - 1);
+    return new TextDecoder().decode(encoded.subarray(0, cut < 0 ? 0 : cut + 1));
+  }
+
+  window.kbMatch = { compile: compile, start: start, match: match };
 })();

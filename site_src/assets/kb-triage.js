@@ -23,6 +23,10 @@
   var patternsUrl = new URL(form.getAttribute("data-patterns"), document.baseURI).href;
   var engine = null, engineNow = null;
   var open = document.getElementById("kb-triage-open");
+  var progress = form.querySelector(".kb-triage__progress");
+  var stop = document.getElementById("kb-triage-stop");
+  var SLICE_MS = 40;  // the page matches for this long, then lets the browser draw and take clicks
+  var running = null;  // the match under way: {stopped}
 
   function load() {
     if (!engine) {
@@ -126,13 +130,46 @@
     if (open) open.href = fresh.hidden ? "#" : kbRequest.issueUrl(open.getAttribute("data-base"), titleBox.value, issue.value);
   }
 
+  // The log is matched a slice of lines at a time (kbMatch.start), with the browser free to draw
+  // and take a click between slices: a big paste shows how far it got and can be stopped.
   function run(text) {
+    if (running) running.stopped = true;
+    var job = running = { stopped: false };
     form.removeAttribute("data-results");
     status.textContent = "Matching\u2026";
-    load().then(function (e) { engineNow = e; render(text, kbMatch.match(e, text)); }).catch(function (error) {
+    load().then(function (e) {
+      if (job.stopped) return;
+      engineNow = e;
+      var match = kbMatch.start(e, text);
+      (function slice() {
+        if (job.stopped) return;
+        var began = Date.now();
+        while (!match.done() && Date.now() - began < SLICE_MS) match.step(200);
+        if (!match.done()) {
+          progress.hidden = false;
+          status.textContent = "Matching\u2026 line " + match.at().toLocaleString("en") + " of " +
+            match.total.toLocaleString("en");
+          setTimeout(slice, 0);
+          return;
+        }
+        progress.hidden = true;
+        running = null;
+        render(text, match.result());
+      })();
+    }).catch(function (error) {
+      progress.hidden = true;
+      running = null;
       status.textContent = "Triage is unavailable: " + error;
     });
   }
+
+  stop.addEventListener("click", function () {
+    if (!running) return;
+    running.stopped = true;
+    running = null;
+    progress.hidden = true;
+    status.textContent = "Stopped: nothing was matched. Paste a shorter part of the log (the lines around the error) and try again.";
+  });
 
   form.addEventListener("submit", function (event) { event.preventDefault(); run(log.value); });
   log.addEventListener("input", function () { sampleSource.hidden = true; });
