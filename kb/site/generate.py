@@ -43,18 +43,11 @@ def _facts_schema() -> dict | None:
     return facts.json_schema() if hasattr(facts, "json_schema") else None
 
 
-# What the search literals depend on besides the records.
-DATA_MODULES = [
-    "kb.site.generate", "kb.site.search", "kb.records.normalise", "kb.records.facets", "kb.records.catalog",
-    "kb.records.slug", "kb.schema"
-]
-
-
 def _cached(cache, key_parts: list[str], make):
     """`make()`, kept in `cache` under the code and `key_parts` (what it reads of the records)."""
     if cache is None:
         return make()
-    return cache.fetch(fingerprint(code_fingerprint(DATA_MODULES, ["pydantic"]), *key_parts), make)
+    return cache.fetch(fingerprint(code_fingerprint(), *key_parts), make)
 
 
 def _searched(site) -> list[str]:

@@ -71,30 +71,22 @@ def rules(cells: list[Cell]) -> list[Rule]:
     return out
 
 
-EVIDENCE_MODULES = [
-    "kb.triage.evidence", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
-    "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
-]
-
-
 def load_rules(entries: Path) -> list[Rule]:
     """The evidence rules of an entries folder that `kb.triage.match.load_rules` found clean. Cached as
     kb.triage.match caches its rules (keyed by the code and the entry files' state), so a warm
     `kb match` still reads no entry file."""
-    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, entries_state, fingerprint, for_folders
+    from kb.cache import rules_cache
 
-    cache = for_folders("evidence", [entries])
-    state = entries_state(entries) if cache is not None else None
-    key = None
-    if cache is not None and state is not None:
-        key = fingerprint(code_fingerprint(CHECK_MODULES + EVIDENCE_MODULES, CHECK_PACKAGES), state)
+    cache, key = rules_cache("evidence", entries)
+    if cache is not None and key is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit
     from kb.records import lint
 
-    rule_list = rules(lint.cached_check([entries]).cells)
-    if key is not None and cache is not None:
+    result = lint.cached_check([entries])
+    rule_list = rules(result.cells)
+    if key is not None and cache is not None and not result.problems:  # kept only when clean (kb.cache.rules_cache)
         cache.put(key, rule_list)
         cache.save()
     return rule_list

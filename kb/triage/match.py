@@ -79,7 +79,7 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
     from kb.records.catalog import Site
 
     site = Site(cells)
-    code = code_fingerprint(MATCH_MODULES, []) if cache is not None else ""
+    code = code_fingerprint() if cache is not None else ""
     out = []
     for cell in site.cells:
         def make(cell=cell) -> list[Rule]:
@@ -108,27 +108,15 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
     return out
 
 
-MATCH_MODULES = [
-    "kb.triage.match", "kb.triage.wrapped", "kb.records.verdict", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
-    "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
-]
-
-
 def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
     """The rules of an entries folder, or the problems that stop them. From the cache (kb.cache)
     when the entry files are as they were (`entries_state`) when a clean check once compiled rules
     from them, so a warm start reads one cache file and no entry file, and imports neither
     pydantic nor the check."""
-    import datetime as dt
+    from kb.cache import rules_cache
 
-    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, entries_state, fingerprint, for_folders
-
-    cache = for_folders("match", [entries])
-    state = entries_state(entries) if cache is not None else None
-    key = None
-    if cache is not None and state is not None:
-        key = fingerprint(code_fingerprint(CHECK_MODULES + MATCH_MODULES, CHECK_PACKAGES), dt.date.today().isoformat(),
-                          state)
+    cache, key = rules_cache("match", entries)
+    if cache is not None and key is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit, []
