@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -221,6 +222,17 @@ def test_write_changes_only_the_state_and_as_of_lines(github, entries, capsys):
     assert load.load(path).problems == []
     assert os.stat(path).st_mode & 0o777 == 0o640  # the file keeps its mode
     assert sorted(p.name for p in entries.iterdir()) == [CANONICAL.name]  # no temporary file left
+
+
+def test_write_without_ruamel_names_the_extra_before_any_request(github, entries, capsys, monkeypatch):
+    """An install without the refresh extra: `--write` says what to install and reads nothing."""
+    monkeypatch.setitem(sys.modules, "ruamel.yaml", None)  # what an import of a missing module finds
+    before = snapshot(entries)
+    github.routes = merged_routes()
+    code, out, err = run(github, entries, "--write", capsys=capsys)
+    assert (code, out, github.log) == (2, "", [])
+    assert "--write needs ruamel.yaml" in err and "pip install 'blackwell-serving-kb[refresh]'" in err
+    assert snapshot(entries) == before
 
 
 def test_write_moves_as_of_when_no_state_differs_then_nothing(github, entries, capsys):

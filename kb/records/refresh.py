@@ -1057,6 +1057,15 @@ def _api_url(value: str) -> str:
     return value.rstrip("/")
 
 
+def _has_ruamel() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("ruamel.yaml") is not None
+    except ModuleNotFoundError:  # no ruamel package at all
+        return False
+
+
 def main(args) -> int:
     """`kb refresh`: print each state or fixed_in that differs (exit 1), none (exit 0), or errors (exit 2)."""
     given, source = (args.api_url, "--api-url") if args.api_url else (os.environ.get("GITHUB_API_URL"), "GITHUB_API_URL")
@@ -1067,6 +1076,11 @@ def main(args) -> int:
         return 2
     if not args.timeout > 0 or args.max_requests < 1:
         print("kb refresh: --timeout and --max-requests must be positive", file=sys.stderr)
+        return 2
+    if args.write and not _has_ruamel():  # before any request: the run would read every link, then fail
+        print("kb refresh: --write needs ruamel.yaml, which keeps each file's comments and layout: install the "
+              "refresh extra (pip install 'blackwell-serving-kb[refresh]'), or run without --write to see what "
+              "differs", file=sys.stderr)
         return 2
     token = os.environ.get("GITHUB_TOKEN", "").strip() or None
     if token is not None and not re.fullmatch(r"[\x21-\x7e]{1,1000}", token):
