@@ -973,7 +973,7 @@ def test_a_file_name_that_is_no_id_is_skipped_reported_and_never_printed_raw(git
 
 def test_ids_and_paths_in_every_message_go_through_visible(tmp_path):
     path = tmp_path / f"{ESCAPES}.yaml"
-    link = refresh.Link("cell\x1b", path, 0, "issue", ISSUE_URL, "open", "2026-12", 3)
+    link = refresh.UpstreamLink("cell\x1b", path, 0, "issue", ISSUE_URL, "open", "2026-12", 3)
     fix = refresh.Fix("cell\x1b", path, 1, "vllm", PR_URL, "0.7.2", 9)
     for line in (link.where, fix.where, fix.difference("not the first release")):
         assert "\x1b" not in line and "\\x1b" in line
