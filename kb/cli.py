@@ -58,7 +58,7 @@ def _explain(code: str) -> int:
         print(f"kb check: no rule {code!r}; the codes are {min(RULES)} to {max(RULES)} (see the rules page)",
               file=sys.stderr)
         return 2
-    print(f"{rule.code} {rule.name}")
+    print(f"{rule.code} {rule.name}" + (" (retired: no check raises it now)" if rule.retired else ""))
     print(f"  {rule.statement}")
     for label, example in (("passes", rule.good), ("fails", rule.bad)):
         print(f"{label}:")

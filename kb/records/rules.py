@@ -1,7 +1,8 @@
 """The linter's rules: a stable code, a short name, the statement a contributor reads, and an
 example of input that passes (`good`) and input that breaks the rule (`bad`).
 
-Codes never change meaning once published; a retired rule keeps its number.
+This is the one registry of the codes: codes never change meaning once published; a retired rule
+keeps its number and says `retired=True`.
 
 Examples are short fragments of an entry: the top-level keys shown replace those of the
 canonical entry (tests/fixtures/good/mla-decode-fp8-kv-triton-shared-memory.yaml). A line
@@ -24,6 +25,10 @@ class RuleDoc:
     statement: str
     good: str = ""
     bad: str = ""
+    # No check raises it any more; the code stays documented so that it is never given to another
+    # rule (tests/test_rules.py checks that every code the checks raise is here once, and every
+    # code here is raised or retired).
+    retired: bool = False
 
 
 _A = "# kb/entries/plan-index-a.yaml\n"
