@@ -19,6 +19,7 @@ a symbolic link or belongs to another user. Writes go through a temporary file a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -31,13 +32,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
 FOLDER = ROOT / ".cache" / "kb"
-# What `kb check`'s answer for one file depends on besides its bytes and the day.
-CHECK_MODULES = [
-    "kb.records.load", "kb.schema", "kb.records.lint", "kb.records.rules", "kb.records.prose", "kb.records.patterns",
-    "kb.records.normalise", "kb.records.problems", "kb.records.visible", "kb.records.slug"
-]
-CHECK_PACKAGES = ["pydantic", "pydantic_core", "PyYAML", "markdown-it-py", "packaging"]
 
 
 def fingerprint(*parts: str | bytes) -> str:
@@ -49,15 +45,24 @@ def fingerprint(*parts: str | bytes) -> str:
     return digest.hexdigest()
 
 
-def code_fingerprint(modules: list[str], packages: list[str]) -> str:
-    """What a stage's results depend on besides their input: its modules' source and the
-    versions of the packages it calls."""
+@functools.cache
+def code_fingerprint() -> str:
+    """What every cached result depends on besides its input: the source of every module of the
+    package (`kb/**/*.py`) and the version of every installed distribution. Computed once per
+    process.
+
+    Why the whole package, not a list of the modules each stage reads: hand-kept lists drifted
+    (the check's left out kb.records.facets, whose names the schema's choices are built from, so a
+    new symptom name still failed from the cache). The import closure is no better: most imports
+    here are made inside functions, so the modules loaded when a key is computed depend on the
+    command that runs, and a key must not. All of it is about 600 KB, hashed in a few
+    milliseconds, and the cost of the wider key is only that editing any module empties every
+    cache once. Every distribution's version for the same reason: pydantic_core, markupsafe and
+    the like are used without being named."""
     parts: list[str | bytes] = []
-    for name in modules:  # dotted: kb.records.load
-        parts += [name, (ROOT / f"{name.replace('.', '/')}.py").read_bytes()]
-    versions = installed_versions()
-    for package in packages:
-        parts += [package, versions.get(_normal(package), "not installed")]
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts += [path.relative_to(PACKAGE).as_posix(), path.read_bytes()]
+    parts += [f"{name}=={version}" for name, version in sorted(installed_versions().items())]
     return fingerprint(*parts)
 
 
@@ -177,6 +182,18 @@ def entries_state(entries: Path) -> str | None:
         st = item.stat(follow_symlinks=False)
         parts.append(f"{item.name}/{st.st_size}/{st.st_mtime_ns}/{st.st_ctime_ns}/{st.st_ino}/{st.st_dev}")
     return fingerprint(*parts)
+
+
+def rules_cache(namespace: str, entries: Path) -> "tuple[Cache | None, str | None]":
+    """The cache of what is drawn from all the entries of one folder at once (`kb match`'s rules,
+    kb.triage.match and kb.triage.evidence), and its key: the code and the entry files' state.
+    The key holds no date although a check's answer depends on the day (KB034 refuses a date in
+    the future): a caller keeps only what it drew from a clean check, and a clean check stays
+    clean as days pass, since a date is refused only until its day comes. (cache, None) when the
+    folder's state cannot be read, (None, None) outside this checkout."""
+    cache = for_folders(namespace, [entries])
+    state = entries_state(entries) if cache is not None else None
+    return cache, (fingerprint(namespace, code_fingerprint(), state) if state is not None else None)
 
 
 def for_folders(namespace: str, paths: list[Path]) -> "Cache | None":

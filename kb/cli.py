@@ -38,7 +38,7 @@ def _version() -> str:
     days = [(freshness.day(d.as_of), d.as_of) for cell in result.cells for d in freshness.dated(cell)]
     days += [(freshness.day(c.entry.updated), c.entry.updated) for c in result.cells]
     newest = max(days)[0].isoformat()
-    return f"{head}\nindex: {len(result.cells)} cells, checked up to {newest}, from {os.path.abspath(entries)}"
+    return f"{head}\nindex: {len(result.cells)} entries, checked up to {newest}, from {os.path.abspath(entries)}"
 
 
 class _VersionAction(argparse.Action):
@@ -58,7 +58,7 @@ def _explain(code: str) -> int:
         print(f"kb check: no rule {code!r}; the codes are {min(RULES)} to {max(RULES)} (see the rules page)",
               file=sys.stderr)
         return 2
-    print(f"{rule.code} {rule.name}")
+    print(f"{rule.code} {rule.name}" + (" (retired: no check raises it now)" if rule.retired else ""))
     print(f"  {rule.statement}")
     for label, example in (("passes", rule.good), ("fails", rule.bad)):
         print(f"{label}:")
@@ -232,8 +232,8 @@ def _match(args) -> int:
         out = [hit.as_json() | {"url": base + hit.url, "citable_id": citable.get(hit.entry)} for hit in hits]
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
-        print("no known cell matches this log")
-        print("To ask for a new cell, open a \"New cell\" issue with the text below; read and edit it first. It "
+        print("no known failure matches this log")
+        print("To ask for a new entry, open a \"New failure\" issue with the text below; read and edit it first. It "
               "holds only the log's error-looking lines (prefixes removed, varying parts as placeholders), the GPU "
               "and the versions it names, nothing else of the log.\n")
         print(f"Title: {visible(request.title)}\n")
@@ -316,7 +316,7 @@ def _refresh(args) -> int:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kb", description="Blackwell serving-failure knowledge base")
     top.add_argument("--version", action=_VersionAction,
-                     help="print the version and the default index's cell count and date, and exit")
+                     help="print the version and the default index's entry count and date, and exit")
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="validate and lint entries (default: kb/entries/)")
@@ -357,20 +357,20 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_serve)
 
     p = sub.add_parser("lock", help="record every URL the site publishes in kb/urls.lock (never drops one) and give "
-                       "new cells the next citable ids in kb/ids.lock")
+                       "new entries the next citable ids in kb/ids.lock")
     p.add_argument("--lock", default="kb/urls.lock", help="lock file (default: kb/urls.lock)")
     p.add_argument("--ids", default="kb/ids.lock", help="id lock file (default: kb/ids.lock)")
     p.set_defaults(run=_lock)
 
-    p = sub.add_parser("match", help="find the cells a log shows (exit 0 matches, 1 none, 2 unreadable)")
+    p = sub.add_parser("match", help="find the failures a log shows (exit 0 matches, 1 none, 2 unreadable)")
     p.add_argument("file", help="log file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url, verdict, why, generic_only}]")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
-                   help=f"the published site, prefix of the cell URLs, e.g. https://example.org/kb/ (default: "
+                   help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "
                         f"${SITE_URL_ENV}; without either, page paths relative to the site)")
     p.set_defaults(run=_match)
-    p = sub.add_parser("doctor", help="judge which cells apply to this machine (exit 0, 2 on bad input)")
+    p = sub.add_parser("doctor", help="judge which failures apply to this machine (exit 0, 2 on bad input)")
     p.add_argument("--json", action="store_true", help='print {"facts", "key", "cells": [{entry, verdict, why, url}]}')
     p.add_argument("--facts", metavar="FILE", help="read the facts from this JSON file (- for standard input) "
                    "instead of probing")
@@ -378,7 +378,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each probe may take (default: 20)")
     p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
-                   help=f"the published site, prefix of the cell URLs, e.g. https://example.org/kb/ (default: "
+                   help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "
                         f"${SITE_URL_ENV}; without either, page paths relative to the site)")
     p.set_defaults(run=_doctor)
 
@@ -393,7 +393,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=list(facets.KIND_NAMES),
                    help="the signature's kind (default: guessed from the string)")
     p.add_argument("--title", help="the title, one line in your own words (default: a TODO marker)")
-    p.add_argument("--id", help="the cell id (default: derived from the error string)")
+    p.add_argument("--id", help="the entry id (default: derived from the error string)")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("-y", "--non-interactive", action="store_true",
                    help="never ask: fail (exit 2) when --text, --gpu or --component is missing")
@@ -412,7 +412,7 @@ def parser() -> argparse.ArgumentParser:
         "differs; 1: some states or fixed_in differ (and, with --write, the states were written); 2: an error.")
     p.add_argument("--write", action="store_true", help="update state and as_of of the links read, in place "
                    "(never fixed_in, versions or prose)")
-    p.add_argument("--only", nargs="+", metavar="ID", help="refresh only these cells")
+    p.add_argument("--only", nargs="+", metavar="ID", help="refresh only these entries")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--api-url", help="GitHub REST API base URL (default: $GITHUB_API_URL or https://api.github.com)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds each request may take (default: 20)")

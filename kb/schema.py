@@ -267,7 +267,7 @@ def _source(value: str) -> str:
 Text = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_text)]
 LongText = Annotated[str, Field(min_length=1, max_length=1200), AfterValidator(_text)]
 Markdown = Annotated[str, Field(min_length=1, max_length=12000), AfterValidator(_markdown)]
-Literal_ = Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_literal)]
+LiteralText = Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_literal)]
 FullDate = Annotated[str, Field(max_length=10), AfterValidator(_full_date)]
 AsOf = Annotated[str, Field(max_length=10), AfterValidator(_as_of)]
 Specifier = Annotated[str, Field(max_length=120), AfterValidator(_specifier)]
@@ -311,7 +311,7 @@ def _pattern(value: str) -> str:
 
 
 class Signature(Record):
-    text: Literal_
+    text: LiteralText
     kind: Literal[tuple(facets.KIND_NAMES)]
     match: Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_literal), AfterValidator(_pattern)] | None = None
     note: Text | None = None

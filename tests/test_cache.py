@@ -195,6 +195,56 @@ def test_a_warm_kb_match_reads_its_rules_from_the_cache_without_the_check():
     assert second[2:] == [False, False]
 
 
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch, request):
+    """A copy of the kb package's modules that kb.cache.code_fingerprint reads instead of kb/."""
+    package = tmp_path / "package" / "kb"
+    shutil.copytree(cache_mod.PACKAGE, package, ignore=shutil.ignore_patterns("entries", "__pycache__"))
+    monkeypatch.setattr(cache_mod, "PACKAGE", package)
+    cache_mod.code_fingerprint.cache_clear()
+    request.addfinalizer(cache_mod.code_fingerprint.cache_clear)  # the next test hashes kb/ again
+    return package
+
+
+def _add_symptom(package):
+    """What the review did: a new symptom name in kb/records/facets.py (the schema's choices come
+    from it), a module the check's hand-kept list of modules left out."""
+    facets = package / "records" / "facets.py"
+    text = facets.read_text(encoding="utf-8")
+    assert text.count("SYMPTOM_NAMES = {\n") == 1
+    facets.write_text(text.replace("SYMPTOM_NAMES = {\n", 'SYMPTOM_NAMES = {\n    "thermal-throttle": "Throttled",\n'),
+                      encoding="utf-8")
+    cache_mod.code_fingerprint.cache_clear()  # a new process would hash the edited module
+
+
+def test_a_changed_module_is_a_cache_miss_for_the_check(entries, tmp_path, monkeypatch, package_copy):
+    store = cache_mod.Cache("check", tmp_path / "cache")
+    lint.check([entries], store)
+    store.save()
+    plain_parse = lint.parse
+    parsed = []
+    monkeypatch.setattr(lint, "parse", lambda *args: parsed.append(args) or plain_parse(*args))
+
+    lint.check([entries], cache_mod.Cache("check", tmp_path / "cache"))
+    assert parsed == []  # the same code: every file from the cache
+    _add_symptom(package_copy)
+    lint.check([entries], cache_mod.Cache("check", tmp_path / "cache"))
+    assert len(parsed) == len(list(entries.glob("*.yaml")))  # every file checked again
+
+
+def test_a_changed_module_is_a_new_key_for_every_stage(package_copy):
+    """Every cache (check, rules, evidence, pages, exports, search data) keys on
+    code_fingerprint, and the rules' keys on it too: one edit anywhere in the package changes them."""
+    entries = ROOT / "kb" / "entries"
+    before = [cache_mod.code_fingerprint(), cache_mod.rules_cache("match", entries)[1],
+              cache_mod.rules_cache("evidence", entries)[1]]
+    assert None not in before and len(set(before)) == 3
+    _add_symptom(package_copy)
+    after = [cache_mod.code_fingerprint(), cache_mod.rules_cache("match", entries)[1],
+             cache_mod.rules_cache("evidence", entries)[1]]
+    assert set(before).isdisjoint(after)
+
+
 def test_only_folders_of_this_checkout_are_cached_each_in_its_own_file(tmp_path):
     assert cache_mod.for_folders("check", [tmp_path]) is None
     live = cache_mod.for_folders("check", [ROOT / "kb" / "entries"])

@@ -7,6 +7,7 @@ show it can fail, on a broken sample."""
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import re
 import subprocess
@@ -181,14 +182,22 @@ def test_runtime_lock_has_no_test_tools():
     assert runtime.keys() & test.keys() == set(), "a name belongs in one lock only"
 
 
+def pyproject_groups() -> list[str]:
+    return sorted(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"])
+
+
+# Each extra with the locks it installs from: the test tools' own lock only for `test`.
+GROUPS = [(None, [RUNTIME_LOCK])] + [(g, [RUNTIME_LOCK, TEST_LOCK] if g == "test" else [RUNTIME_LOCK])
+                                     for g in pyproject_groups()]
+
+
 def pyproject_requirements(group: str | None) -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     listed = project["dependencies"] if group is None else project["optional-dependencies"][group]
     return [Requirement(r) for r in listed]
 
 
-@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("site", [RUNTIME_LOCK]),
-                                         ("test", [RUNTIME_LOCK, TEST_LOCK])])
+@pytest.mark.parametrize("group, locks", GROUPS)
 def test_pyproject_dependencies_are_locked_at_their_version(group, locks):
     locked = {k: v for path in locks for k, v in pins(path).items()}
     for requirement in pyproject_requirements(group):
@@ -200,6 +209,54 @@ def test_pyproject_dependencies_are_locked_at_their_version(group, locks):
                 dep = Requirement(dependency)
                 if dep.marker and dep.marker.evaluate({"extra": extra}) and not dep.marker.evaluate({"extra": ""}):
                     assert canonicalize_name(dep.name) in locked, f"{requirement}: {dep.name} is not locked"
+
+
+def imported_modules(package: Path) -> dict[str, str]:
+    """Top-level name -> first file:line that imports it, for every absolute import in `package`'s
+    modules, wherever the import sits (most of kb's imports are inside functions)."""
+    found: dict[str, str] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                found.setdefault(name.partition(".")[0], f"{path.relative_to(package.parent)}:{node.lineno}")
+    return found
+
+
+def undeclared_imports(package: Path, declared: set[str]) -> list[str]:
+    """file:line of each third-party module `package` imports whose distribution pyproject does
+    not declare (an installed `bwkb` would fail there with ModuleNotFoundError)."""
+    providers = importlib.metadata.packages_distributions()
+    problems = []
+    for module, where in sorted(imported_modules(package).items()):
+        if module in sys.stdlib_module_names or module == package.name:
+            continue
+        dists = {canonicalize_name(d) for d in providers.get(module, [])}
+        if not dists & declared:
+            problems.append(f"{where}: imports {module} ({', '.join(sorted(dists)) or 'no installed distribution'}), "
+                            "which pyproject.toml does not declare: add it to [project] dependencies or an extra")
+    return problems
+
+
+def test_every_third_party_module_kb_imports_is_declared():
+    declared = {canonicalize_name(r.name) for g in [None, *pyproject_groups()] for r in pyproject_requirements(g)}
+    assert undeclared_imports(ROOT / "kb", declared) == []
+
+
+def test_the_import_rule_catches_an_undeclared_module(tmp_path):
+    package = tmp_path / "kb"
+    package.mkdir()
+    (package / "refresh.py").write_text("import os\n\n\ndef edit():\n    from ruamel.yaml import YAML\n",
+                                        encoding="utf-8")
+    assert undeclared_imports(package, {"pyyaml"}) == [
+        "kb/refresh.py:5: imports ruamel (ruamel-yaml), which pyproject.toml does not declare: add it to "
+        "[project] dependencies or an extra"]
+    assert undeclared_imports(package, {"ruamel-yaml"}) == []
 
 
 def closure(roots: list[Requirement]) -> dict[str, str]:
@@ -221,8 +278,7 @@ def closure(roots: list[Requirement]) -> dict[str, str]:
     return needed
 
 
-@pytest.mark.parametrize("group, locks", [(None, [RUNTIME_LOCK]), ("site", [RUNTIME_LOCK]),
-                                         ("test", [RUNTIME_LOCK, TEST_LOCK])])
+@pytest.mark.parametrize("group, locks", GROUPS)
 def test_locks_hold_the_whole_dependency_tree(group, locks):
     """--require-hashes refuses an unpinned dependency: walk the installed metadata from
     pyproject's dependencies and find each one in the locks (runtime alone for the runtime)."""

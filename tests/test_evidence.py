@@ -18,7 +18,7 @@ GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
 
 
 @pytest.fixture(scope="module")
-def rule_list() -> list[evidence.Rule]:
+def rule_list() -> list[evidence.EvidenceRule]:
     return evidence.rules(lint.check([ROOT / "kb" / "entries"]).cells)
 
 

@@ -100,7 +100,7 @@ def test_triage_builds_the_same_new_cell_request_as_kb_match(site_with_repo, pag
     opens the new-cell issue form with its fields filled from the text as the reader edited it."""
     from urllib.parse import parse_qs, urlsplit
 
-    from kb.triage.request import new_cell_text
+    from kb.triage.request import new_failure_text
 
     with serve(site_with_repo) as base:
         page.goto(base + "triage/")
@@ -109,7 +109,7 @@ def test_triage_builds_the_same_new_cell_request_as_kb_match(site_with_repo, pag
         page.wait_for_selector("#kb-triage[data-results]")
         assert page.get_attribute("#kb-triage", "data-results") == "[]"
         text = page.input_value("#kb-triage-issue")
-        assert text == new_cell_text("\n".join(NO_MATCH_LOG))
+        assert text == new_failure_text("\n".join(NO_MATCH_LOG))
         assert "secret-token" not in text and "/data/private" not in text and "EngineCore_DP0" not in text
         page.fill("#kb-triage-issue", text.replace("(command line, model, flags)", "vllm serve my-model"))
         link = urlsplit(page.get_attribute("#kb-triage-open", "href"))

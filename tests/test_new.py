@@ -356,9 +356,9 @@ def _form(name: str) -> dict:
 def test_new_cell_form_has_the_fields_the_triage_page_fills_in():
     form = _form("new-cell.yml")
     labels = [item["attributes"]["label"] for item in form["body"] if item["type"] in ("textarea", "input")]
-    from kb.triage.request import new_cell_text  # the text kb match prints and the triage page shows (test_match)
+    from kb.triage.request import new_failure_text  # the text kb match prints and the triage page shows (test_match)
 
-    headings = re.findall(r"^### (.+)$", new_cell_text("RuntimeError: x"), re.M)
+    headings = re.findall(r"^### (.+)$", new_failure_text("RuntimeError: x"), re.M)
     assert headings == ["Literal error lines", "Environment found in the log", "What you were running"]
     assert labels[:3] == headings  # GitHub shows each answer under "### <label>"
 

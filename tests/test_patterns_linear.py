@@ -156,12 +156,12 @@ def test_atomic_matching_means_what_backtracking_matching_means():
 
 # --- linear time ---------------------------------------------------------------------------
 
-def _adversarial_rules() -> list[tuple[match.Rule, list]]:
+def _adversarial_rules() -> list[tuple[match.SignatureRule, list]]:
     out = []
     for i, case in enumerate(CASES["adversarial"]):
         compiled = patterns.compile_signature(case["text"], case["match"])
         for kind in ("exception", "symptom"):
-            rule = match.Rule(f"hostile-{i}-{kind}", case["text"], kind, patterns.search_source(compiled, kind),
+            rule = match.SignatureRule(f"hostile-{i}-{kind}", case["text"], kind, patterns.search_source(compiled, kind),
                               compiled.anchor, 1.0, f"e/hostile-{i}-{kind}/", case["match"], compiled.words,
                               scope={"architectures": ["sm_120"], "components": []})
             out.append((rule, case["shapes"] + CASES["generic_shapes"]))
@@ -169,7 +169,7 @@ def _adversarial_rules() -> list[tuple[match.Rule, list]]:
 
 
 @pytest.fixture(scope="module")
-def targets() -> list[tuple[match.Rule, list]]:
+def targets() -> list[tuple[match.SignatureRule, list]]:
     """(rule, line shapes) for every live signature and every hostile case, as `kb match` and the
     triage page (patterns.json) run them."""
     live = match.rules(lint.check([ROOT / "kb" / "entries"]).cells)

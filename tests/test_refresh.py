@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -221,6 +222,17 @@ def test_write_changes_only_the_state_and_as_of_lines(github, entries, capsys):
     assert load.load(path).problems == []
     assert os.stat(path).st_mode & 0o777 == 0o640  # the file keeps its mode
     assert sorted(p.name for p in entries.iterdir()) == [CANONICAL.name]  # no temporary file left
+
+
+def test_write_without_ruamel_names_the_extra_before_any_request(github, entries, capsys, monkeypatch):
+    """An install without the refresh extra: `--write` says what to install and reads nothing."""
+    monkeypatch.setitem(sys.modules, "ruamel.yaml", None)  # what an import of a missing module finds
+    before = snapshot(entries)
+    github.routes = merged_routes()
+    code, out, err = run(github, entries, "--write", capsys=capsys)
+    assert (code, out, github.log) == (2, "", [])
+    assert "--write needs ruamel.yaml" in err and "pip install 'blackwell-serving-kb[refresh]'" in err
+    assert snapshot(entries) == before
 
 
 def test_write_moves_as_of_when_no_state_differs_then_nothing(github, entries, capsys):
@@ -961,7 +973,7 @@ def test_a_file_name_that_is_no_id_is_skipped_reported_and_never_printed_raw(git
 
 def test_ids_and_paths_in_every_message_go_through_visible(tmp_path):
     path = tmp_path / f"{ESCAPES}.yaml"
-    link = refresh.Link("cell\x1b", path, 0, "issue", ISSUE_URL, "open", "2026-12", 3)
+    link = refresh.UpstreamLink("cell\x1b", path, 0, "issue", ISSUE_URL, "open", "2026-12", 3)
     fix = refresh.Fix("cell\x1b", path, 1, "vllm", PR_URL, "0.7.2", 9)
     for line in (link.where, fix.where, fix.difference("not the first release")):
         assert "\x1b" not in line and "\\x1b" in line

@@ -29,7 +29,7 @@ def _lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
 def test_python_request_vectors(vector):
-    made = request.new_cell(vector["log"])
+    made = request.new_failure(vector["log"])
     assert made.title == vector["title"]
     assert _lines(made.text) == vector["lines"]
     assert not [s for s in SECRETS if s in made.title + made.text]
@@ -95,7 +95,7 @@ def test_with_an_issue_tracker_the_link_is_titled_with_the_error_line_and_copy_i
     """The review's TP=2 log: the title is its RuntimeError line, not vLLM's P2P WARNING, in the
     issue link and the title box; Copy the request works here too."""
     vector = next(v for v in VECTORS if "TP=2" in v["name"])
-    made = request.new_cell(vector["log"])
+    made = request.new_failure(vector["log"])
     context = browser.new_context()
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     page = context.new_page()

@@ -4,6 +4,7 @@ KB048 one-way related links, KB049 a status its own links contradict) on small f
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -75,7 +76,82 @@ def test_every_rule_has_a_statement_and_two_examples():
         assert rule.good.strip() and rule.bad.strip() and rule.good != rule.bad, code
 
 
-@pytest.mark.parametrize("code", sorted(set(RULES) - BESPOKE))
+CODE = re.compile(r"KB0\d\d")
+
+
+def documented_codes(rules_file: Path) -> list[str]:
+    """The code of every RuleDoc(...) written in `rules_file`, repeats kept (RULES, a dict, keeps one)."""
+    tree = ast.parse(rules_file.read_text(encoding="utf-8"))
+    return [node.args[0].value for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "RuleDoc"
+            and node.args and isinstance(node.args[0], ast.Constant)]
+
+
+def raised_codes(package: Path) -> dict[str, str]:
+    """code -> first file:line raising it: a whole-string KB0nn constant given to a call (Problem,
+    _fail, PydanticCustomError), returned or yielded, alone or in a tuple, anywhere in `package`
+    but the registry's own RuleDoc(...) calls. Prose that names a code, and comparisons with one
+    (`p.code == "KB046"`), raise nothing."""
+    found: dict[str, str] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id == "RuleDoc"):
+                values = [*node.args, *(keyword.value for keyword in node.keywords)]
+            elif isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
+                values = [node.value]
+            else:
+                continue
+            for value in (e for v in values for e in (v.elts if isinstance(v, ast.Tuple) else [v])):
+                if isinstance(value, ast.Constant) and isinstance(value.value, str) and CODE.fullmatch(value.value):
+                    found.setdefault(value.value, f"{path.relative_to(package.parent)}:{value.lineno}")
+    return found
+
+
+def registry_problems(package: Path, rules: dict) -> list[str]:
+    """What breaks the one-registry rule (rust's tidy error-code check): a code raised but not
+    documented in kb/records/rules.py, documented twice, raised though retired, or documented,
+    not retired and raised nowhere."""
+    documented = documented_codes(package / "records" / "rules.py")
+    raised = raised_codes(package)
+    problems = [f"{where}: {code} is raised but kb/records/rules.py does not document it"
+                for code, where in sorted(raised.items()) if code not in documented]
+    problems += [f"kb/records/rules.py: {code} is documented {documented.count(code)} times"
+                 for code in sorted(set(documented)) if documented.count(code) > 1]
+    for code in sorted(set(documented)):
+        retired = code in rules and rules[code].retired
+        if retired and code in raised:
+            problems.append(f"{raised[code]}: {code} is raised but kb/records/rules.py marks it retired")
+        elif not retired and code not in raised:
+            problems.append(f"kb/records/rules.py: {code} is raised nowhere; mark it retired=True (its code is never reused)")
+    return problems
+
+
+def test_every_code_is_documented_once_and_every_documented_code_is_raised_or_retired():
+    assert registry_problems(ROOT / "kb", RULES) == []
+    assert sorted(documented_codes(ROOT / "kb" / "records" / "rules.py")) == sorted(RULES)
+
+
+def test_the_registry_rule_catches_each_way_to_break_it(tmp_path):
+    from kb.records.rules import RuleDoc
+
+    package = tmp_path / "kb"
+    (package / "records").mkdir(parents=True)
+    (package / "records" / "rules.py").write_text(
+        'R = [RuleDoc("KB001", "a", "A."), RuleDoc("KB002", "b", "B."), RuleDoc("KB002", "b", "B."),\n'
+        '     RuleDoc("KB003", "c", "C.", retired=True), RuleDoc("KB004", "d", "D.", retired=True)]\n', encoding="utf-8")
+    (package / "check.py").write_text(
+        '"""Names KB001 in prose only."""\n\n\ndef check(code):\n    if code == "KB001":\n        return None\n'
+        '    yield ("KB002", "b")\n    _fail("KB004")\n    return "KB099"\n', encoding="utf-8")
+    rules = {code: RuleDoc(code, code, ".", retired=code in {"KB003", "KB004"})
+             for code in ("KB001", "KB002", "KB003", "KB004")}
+    assert registry_problems(package, rules) == [
+        "kb/check.py:9: KB099 is raised but kb/records/rules.py does not document it",
+        "kb/records/rules.py: KB002 is documented 2 times",
+        "kb/records/rules.py: KB001 is raised nowhere; mark it retired=True (its code is never reused)",
+        "kb/check.py:8: KB004 is raised but kb/records/rules.py marks it retired"]
+
+
+@pytest.mark.parametrize("code", sorted(c for c in set(RULES) - BESPOKE if not RULES[c].retired))
 def test_good_example_passes_and_bad_example_breaks_its_rule(tmp_path, code):
     rule = RULES[code]
     (tmp_path / "good").mkdir()

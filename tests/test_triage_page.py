@@ -169,7 +169,7 @@ def test_try_a_sample_log(live_site, browser, width, height):
 
 def test_no_match_without_an_issue_tracker_copies_a_request_titled_with_the_error_line(live_site, browser):
     """The live site is built without a repository URL (a local preview, a fork)."""
-    made = request.new_cell(TP2["log"])
+    made = request.new_failure(TP2["log"])
     context = browser.new_context()
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     page = context.new_page()

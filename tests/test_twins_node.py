@@ -92,7 +92,7 @@ def test_every_vector_file_agrees(twins):
                       [found[0] if found else None, set(vector["includes"]) <= set(found),
                        not set(vector["excludes"]) & set(found)]))
     for vector, got in zip(VECTORS["request"]["vectors"], node["request"], strict=True):
-        made = request.new_cell(vector["log"])
+        made = request.new_failure(vector["log"])
         pairs.append((f"request {vector['name']}", {"title": made.title, "text": made.text},
                       {"title": got["title"], "text": got["text"]}))
         pairs.append((f"request {vector['name']} (the vector's title and lines, the issue link's fields)",

@@ -85,7 +85,7 @@ def test_version_names_the_installed_index(installed):
 
     assert head == f"blackwell-serving-kb {version('blackwell-serving-kb')}"
     cells = len(list((ROOT / "kb" / "entries").glob("*.yaml")))
-    assert index.startswith(f"index: {cells} cells, checked up to 20"), index
+    assert index.startswith(f"index: {cells} entries, checked up to 20"), index
     assert Path(index.rsplit(" from ", 1)[1]).is_relative_to(installed["venv"]), index
 
 
@@ -139,7 +139,7 @@ def test_entries_dir_reads_records_newer_than_the_wheel(installed):
     log = installed["work"].parent / "new.log"
     log.write_text("ValueError: look-alike cell own first line\n", encoding="utf-8")
     bundled = run(installed, "bwkb", "match", str(log))
-    assert bundled.returncode == 1 and b"no known cell matches this log" in bundled.stdout
+    assert bundled.returncode == 1 and b"no known failure matches this log" in bundled.stdout
     done = run(installed, "bwkb", "match", "--entries", str(newer), str(log))
     assert done.returncode == 0, done.stderr.decode()
     assert "[look-alike-cell]" in done.stdout.decode().splitlines()[0]

@@ -93,13 +93,15 @@ def _env_names(cells: list[Cell]) -> tuple[set[str], set[str]]:
 
 
 def mentioned_env(cells: list[Cell]) -> set[str]:
-    """Environment variables the records mention."""
+    """Environment variables the records mention. Only the tests call it (what `_env_names`
+    finds, checked against the live records)."""
     return _env_names(cells)[0]
 
 
 def compared_env(cells: list[Cell]) -> set[str]:
     """Environment variables whose values the records compare (`VLLM_X=1`, an env-var remedy):
-    the only ones whose values `kb doctor` reports (kb.doctor.facts.environment)."""
+    the only ones whose values `kb doctor` reports (kb.doctor.facts.environment). Only the tests
+    call it, as a check of `_env_names`."""
     return _env_names(cells)[1]
 
 

@@ -18,8 +18,7 @@ import ahocorasick_rs
 from packaging.version import Version
 from pydantic import ValidationError
 
-from kb import ENTRIES  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
-from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint
+from kb.cache import code_fingerprint, fingerprint
 from kb.records import cause, confusables, facets, patterns
 from kb.records.load import Loaded, dotted, load, not_regular, parse, read
 from kb.records.normalise import normalise
@@ -28,10 +27,6 @@ from kb.records.rules import code_of_pydantic
 from kb.records.slug import slug
 from kb.schema import ID_PATTERN, Cell, Entry
 
-
-
-# What a check's answer depends on: kb.cache's list and the look-alike table the linter compares with.
-LINT_MODULES = CHECK_MODULES + ["kb.records.confusables", "kb.records.cause"]
 
 
 @dataclass
@@ -702,7 +697,7 @@ def check(paths: list[Path], cache=None) -> Result:
     """Load, validate and cross-check the entries at `paths`. With a `kb.cache.Cache`, files whose
     bytes were checked before are not parsed or validated again."""
     if cache is not None:
-        cache.code = code_fingerprint(LINT_MODULES, CHECK_PACKAGES)
+        cache.code = code_fingerprint()
     files = _listed(paths)
     problems: list[Problem] = []
     read_files: list[tuple[Path, str, object]] = []  # (path, id, its check or the bytes to check)

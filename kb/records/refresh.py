@@ -128,7 +128,9 @@ class LinkError(Exception):
 
 
 @dataclass
-class Link:
+class UpstreamLink:
+    """One issue or pull request an entry file links to, where it sits (kb.schema.Link is its model)."""
+
     cell: str
     path: Path
     index: int
@@ -168,12 +170,14 @@ class Fix:
 
 
 @dataclass
-class Record:
+class EntryFile:
+    """One entry file as refresh reads it: its bytes, and the links and fixes it would check."""
+
     id: str
     path: Path
     raw: bytes
     loaded: load.Loaded
-    links: list[Link]
+    links: list[UpstreamLink]
     fixes: list[Fix] = field(default_factory=list)
 
 
@@ -182,7 +186,7 @@ def _where(path: Path) -> str:
     return visible(str(path))
 
 
-def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str]]:
+def read_records(entries: Path, only: list[str]) -> tuple[list[EntryFile], list[str]]:
     """The cells of `entries` (those named by `only`, when given), read by kb's own safe reader,
     with their issue and pull-request links; and the errors met."""
     from pydantic import ValidationError
@@ -227,8 +231,8 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
                               "run `kb check`)")
                 continue
             if link.kind in READ_KINDS:
-                links.append(Link(cell, path, i, link.kind, link.url, link.state, link.as_of,
-                                  loaded.line_of(("upstream", i, "url"))))
+                links.append(UpstreamLink(cell, path, i, link.kind, link.url, link.state, link.as_of,
+                                          loaded.line_of(("upstream", i, "url"))))
         fixes = []
         components = loaded.data.get("components")
         for i, item in enumerate(components if isinstance(components, list) else []):
@@ -243,7 +247,7 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
                 continue
             fixes.append(Fix(cell, path, i, component.package, component.fixed_by, component.fixed_in,
                              loaded.line_of(("components", i, "fixed_in"))))
-        records.append(Record(cell, path, raw, loaded, links, fixes))
+        records.append(EntryFile(cell, path, raw, loaded, links, fixes))
     return records, errors
 
 
@@ -883,7 +887,7 @@ def _like(old, new: str, key: str):
     return new
 
 
-def rewrite(record: Record, changes: dict[int, dict[str, str]]) -> bytes:
+def rewrite(record: EntryFile, changes: dict[int, dict[str, str]]) -> bytes:
     """The bytes of `record`'s file with, for each upstream[i] in `changes`, its fields set; only
     the lines that hold those values may differ, and the file must read back as the same record
     with those values changed."""
@@ -962,7 +966,7 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
     today_text = (today or dt.date.today()).isoformat()
     out = Outcome()
     records, out.errors = read_records(entries, list(only))
-    by_url: dict[str, list[Link]] = {}
+    by_url: dict[str, list[UpstreamLink]] = {}
     for record in records:
         for link in record.links:
             by_url.setdefault(link.url.split("#")[0], []).append(link)
@@ -1021,7 +1025,7 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
     return out
 
 
-def check_fixes(records: list[Record], reader: Reader, live: dict[str, Live], linked: set[str],
+def check_fixes(records: list[EntryFile], reader: Reader, live: dict[str, Live], linked: set[str],
                 out: Outcome) -> dict[tuple[str, str, str], str | None]:
     """(fixed_by, fixed_in, package) -> what is wrong with that release (None: nothing), each
     checked once; a fix pull request no link reads is read here. Errors go to `out.errors`."""
@@ -1057,6 +1061,15 @@ def _api_url(value: str) -> str:
     return value.rstrip("/")
 
 
+def _has_ruamel() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("ruamel.yaml") is not None
+    except ModuleNotFoundError:  # no ruamel package at all
+        return False
+
+
 def main(args) -> int:
     """`kb refresh`: print each state or fixed_in that differs (exit 1), none (exit 0), or errors (exit 2)."""
     given, source = (args.api_url, "--api-url") if args.api_url else (os.environ.get("GITHUB_API_URL"), "GITHUB_API_URL")
@@ -1067,6 +1080,11 @@ def main(args) -> int:
         return 2
     if not args.timeout > 0 or args.max_requests < 1:
         print("kb refresh: --timeout and --max-requests must be positive", file=sys.stderr)
+        return 2
+    if args.write and not _has_ruamel():  # before any request: the run would read every link, then fail
+        print("kb refresh: --write needs ruamel.yaml, which keeps each file's comments and layout: install the "
+              "refresh extra (pip install 'blackwell-serving-kb[refresh]'), or run without --write to see what "
+              "differs", file=sys.stderr)
         return 2
     token = os.environ.get("GITHUB_TOKEN", "").strip() or None
     if token is not None and not re.fullmatch(r"[\x21-\x7e]{1,1000}", token):

@@ -304,7 +304,8 @@ def on_stack(cell: dict, facts: dict) -> tuple[str, str]:
     `kbVerdict.stack` in kb-verdict.js, run on the vectors' `stack` list): `decide` on the stack's
     facts (`gpus`: the GPU or architecture chosen, without a line number, or None; `packages`:
     the versions given), worded for the stack. No log text matched, so a cell that would apply
-    but whose packages the stack names none of stays unknown: nothing says the reader runs them."""
+    but whose packages the stack names none of stays unknown: nothing says the reader runs them.
+    Only the tests call it: the site runs the JavaScript twin; this is the reference it is held to."""
     verdict, why = decide(cell, facts, True, STACK)
     if verdict != "applies":
         return verdict, why

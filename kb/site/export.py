@@ -137,15 +137,10 @@ def jsonld(cell: Cell, site: Site, site_url: str | None) -> str:
     return re.sub(r"[<>&]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
-# What a cell's export files depend on besides the cell and the site URL.
-EXPORT_MODULES = ["kb.site.export", "kb.schema", "kb.records.catalog", "kb.records.facets"]
-EXPORT_PACKAGES = ["pydantic", "pydantic_core", "packaging"]
-
-
 def cell_exports(site: Site, site_url: str | None, cache=None) -> dict[str, tuple[str, str, str]]:
     """cell id -> (its API record, its OSV record, its page's JSON-LD). `cache` (kb.cache) keeps
     them, made again only when the cell, the site URL or this code changed."""
-    code = code_fingerprint(EXPORT_MODULES, EXPORT_PACKAGES) if cache is not None else ""
+    code = code_fingerprint() if cache is not None else ""
     out: dict[str, tuple[str, str, str]] = {}
     for cell in site.cells:
         def make(cell=cell) -> tuple[str, str, str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb.cache import code_fingerprint, for_folders, fingerprint
+from kb.doctor import facts  # the JSON Schema of `kb doctor`'s facts is published with the exports
 from kb.records import ids, lint
 from kb.records import redirects as redirects_file
 from kb.records.catalog import Site
@@ -35,26 +36,11 @@ class Generated:
     seconds: float
 
 
-def _facts_schema() -> dict | None:
-    try:
-        from kb.doctor import facts  # kb doctor's facts format, when present
-    except ImportError:
-        return None
-    return facts.json_schema() if hasattr(facts, "json_schema") else None
-
-
-# What the search literals depend on besides the records.
-DATA_MODULES = [
-    "kb.site.generate", "kb.site.search", "kb.records.normalise", "kb.records.facets", "kb.records.catalog",
-    "kb.records.slug", "kb.schema"
-]
-
-
 def _cached(cache, key_parts: list[str], make):
     """`make()`, kept in `cache` under the code and `key_parts` (what it reads of the records)."""
     if cache is None:
         return make()
-    return cache.fetch(fingerprint(code_fingerprint(DATA_MODULES, ["pydantic"]), *key_parts), make)
+    return cache.fetch(fingerprint(code_fingerprint(), *key_parts), make)
 
 
 def _searched(site) -> list[str]:
@@ -85,7 +71,7 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
     by_cell_url = {site.url(c): c for c in site.cells}
     pages = [dataclasses.replace(p, jsonld=per_cell[by_cell_url[p.url].id][2])
              if p.kind == "cell" else p for p in renderer.all_pages()]
-    files = export.files(site, site_url, _facts_schema(), per_cell)
+    files = export.files(site, site_url, facts.json_schema(), per_cell)
     files["triage/patterns.json"] = json.dumps(
         match.export(match.rules(result.cells, cache)) | {"request": request.export(),
                                                           "evidence": evidence.export(evidence.rules(result.cells)),

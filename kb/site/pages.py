@@ -30,15 +30,6 @@ from kb.site.rulespage import rules_page
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "pages"
 PARALLEL_FROM = 400  # cell and literal pages to render at least, for the work to be shared between processes
 
-# What a cached page (cell, pointer, disambiguation, listing, matrix, freshness) depends on
-# besides its cells: this code, the templates, and the packages that turn records into HTML.
-RENDER_MODULES = [
-    "kb.site.pages", "kb.records.prose", "kb.records.remedies", "kb.records.cause", "kb.site.charts", "kb.records.facets",
-    "kb.records.catalog",
-    "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness", "kb.site.stack",
-    "kb.triage.logfacts"
-]
-RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
 
 
 def _flagged_generic(text: str, owners) -> bool:
@@ -63,7 +54,7 @@ class Renderer:
         self.keys: dict[str, str] = {}  # URL -> cache key of each page rendered through the cache
         self._ahead: dict[str, Page | None] = {}  # key -> page rendered by another process (render_ahead)
         self._page_keys: dict[tuple[str, str], str] = {}  # ("cell", id) or ("string", text) -> its key
-        self._code = (fingerprint(code_fingerprint(RENDER_MODULES, RENDER_PACKAGES), _templates_fingerprint(),
+        self._code = (fingerprint(code_fingerprint(), _templates_fingerprint(),
                                   repo_url or "") if cache is not None else "")
         self.env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                                trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kb.records.catalog import RULES_URL as URL
-from kb.records.rules import RULES, Rule
+from kb.records.rules import RULES, RuleDoc
 from kb.site.page import Page
 
 
@@ -22,7 +22,7 @@ class Group:
     slug: str
     title: str
     about: str
-    rules: list[Rule]
+    rules: list[RuleDoc]
 
 
 def groups() -> list[Group]:

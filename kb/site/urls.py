@@ -74,15 +74,6 @@ def read_lock(path: Path) -> list[str]:
             if line.strip() and not line.startswith("#")]
 
 
-def read_redirects(path: Path, locked: list[str] | None = None) -> dict[str, str]:
-    """The redirects of the file at `path` as old -> new; raises PermanenceError, with every
-    problem, when a line breaks a rule of `kb.records.redirects`."""
-    found, problems = redirects.read_file(path, locked)
-    if problems:
-        raise PermanenceError("\n".join(p.format() for p in problems))
-    return {r.old: r.new for r in found}
-
-
 def check(locked: list[str], current: list[str], redirects: dict[str, str], lock_path: Path,
           redirects_path: Path) -> None:
     """Every locked URL is still published or has a redirect (the redirects themselves are

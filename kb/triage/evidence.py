@@ -44,7 +44,9 @@ _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 
 @dataclass(frozen=True)
-class Rule:
+class EvidenceRule:
+    """One evidence item of one entry: terms and numbers that, seen together in a window of lines, point at it."""
+
     entry: str
     index: int  # which evidence item of the cell
     terms: tuple[str, ...]
@@ -56,7 +58,7 @@ class Rule:
     title: str
 
 
-def rules(cells: list[Cell]) -> list[Rule]:
+def rules(cells: list[Cell]) -> list[EvidenceRule]:
     """One rule per evidence item, in a fixed order (cell id, then item order)."""
     from kb.records.catalog import Site
 
@@ -65,36 +67,29 @@ def rules(cells: list[Cell]) -> list[Rule]:
     for cell in site.cells:
         for i, item in enumerate(cell.entry.evidence):
             compiled = [patterns.compile_signature(n, n) for n in item.numbers]
-            out.append(Rule(cell.id, i, tuple(item.terms), tuple(patterns.search_source(c, "symptom") for c in compiled),
-                            tuple(c.words for c in compiled), item.window,
-                            "evidence: " + " + ".join([*item.terms, *item.numbers]), site.url(cell), cell.entry.title))
+            out.append(EvidenceRule(cell.id, i, tuple(item.terms), tuple(patterns.search_source(c, "symptom") for c in compiled),
+                                    tuple(c.words for c in compiled), item.window,
+                                    "evidence: " + " + ".join([*item.terms, *item.numbers]), site.url(cell),
+                                    cell.entry.title))
     return out
 
 
-EVIDENCE_MODULES = [
-    "kb.triage.evidence", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
-    "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
-]
-
-
-def load_rules(entries: Path) -> list[Rule]:
+def load_rules(entries: Path) -> list[EvidenceRule]:
     """The evidence rules of an entries folder that `kb.triage.match.load_rules` found clean. Cached as
     kb.triage.match caches its rules (keyed by the code and the entry files' state), so a warm
     `kb match` still reads no entry file."""
-    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, entries_state, fingerprint, for_folders
+    from kb.cache import rules_cache
 
-    cache = for_folders("evidence", [entries])
-    state = entries_state(entries) if cache is not None else None
-    key = None
-    if cache is not None and state is not None:
-        key = fingerprint(code_fingerprint(CHECK_MODULES + EVIDENCE_MODULES, CHECK_PACKAGES), state)
+    cache, key = rules_cache("evidence", entries)
+    if cache is not None and key is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit
     from kb.records import lint
 
-    rule_list = rules(lint.cached_check([entries]).cells)
-    if key is not None and cache is not None:
+    result = lint.cached_check([entries])
+    rule_list = rules(result.cells)
+    if key is not None and cache is not None and not result.problems:  # kept only when clean (kb.cache.rules_cache)
         cache.put(key, rule_list)
         cache.save()
     return rule_list
@@ -102,7 +97,7 @@ def load_rules(entries: Path) -> list[Rule]:
 
 @dataclass
 class Found:
-    rule: Rule
+    rule: EvidenceRule
     lines: list[int]  # sorted
 
 
@@ -223,7 +218,7 @@ def _text(raw: bytes) -> str:
     return raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r")
 
 
-def scan(rule_list: list[Rule], stream: BinaryIO) -> tuple[list[Found], dict[int, str]]:
+def scan(rule_list: list[EvidenceRule], stream: BinaryIO) -> tuple[list[Found], dict[int, str]]:
     """The evidence items the log in `stream` (seekable, at its start) shows, in rule order, and
     the text of their lines."""
     if not rule_list:
@@ -289,7 +284,7 @@ def merge(hits: list, found: list[Found], shown: dict[int, str]) -> list:
     return sorted(by_entry.values(), key=lambda h: (-h.score, h.entry))
 
 
-def export(rule_list: list[Rule]) -> list[dict]:
+def export(rule_list: list[EvidenceRule]) -> list[dict]:
     """The rules for the triage page (kb-evidence.js), which applies them as `scan` does."""
     return [{"entry": r.entry, "terms": list(r.terms), "numbers": list(r.numbers), "words": [list(w) for w in r.words],
              "window": r.window, "label": r.label, "weight": EVIDENCE_WEIGHT, "url": r.url, "title": r.title}

@@ -52,7 +52,9 @@ SYMPTOM_WEIGHT = 0.3
 
 
 @dataclass(frozen=True)
-class Rule:
+class SignatureRule:
+    """What `kb match` looks for: one signature of one entry, compiled."""
+
     entry: str
     signature: str
     kind: str
@@ -72,17 +74,17 @@ class Rule:
         return patterns.regex(self.source)
 
 
-def rules(cells: list[Cell], cache=None) -> list[Rule]:
+def rules(cells: list[Cell], cache=None) -> list[SignatureRule]:
     """One rule per signature, in a fixed order (cell id, then signature order). `cache`
     (kb.cache) keeps each cell's rules, made again only when what they hold changed."""
     from kb.cache import code_fingerprint, fingerprint
     from kb.records.catalog import Site
 
     site = Site(cells)
-    code = code_fingerprint(MATCH_MODULES, []) if cache is not None else ""
+    code = code_fingerprint() if cache is not None else ""
     out = []
     for cell in site.cells:
-        def make(cell=cell) -> list[Rule]:
+        def make(cell=cell) -> list[SignatureRule]:
             made = []
             seen = set()
             for signature in cell.entry.signatures:
@@ -95,9 +97,9 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
                     continue
                 seen.add(source)
                 weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
-                made.append(Rule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
-                                 site.url(cell), cell.entry.title, compiled.words, signature.generic,
-                                 scope=verdict.scope(cell.entry), edges=compiled.edges))
+                made.append(SignatureRule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
+                                          site.url(cell), cell.entry.title, compiled.words, signature.generic,
+                                          scope=verdict.scope(cell.entry), edges=compiled.edges))
             return made
         if cache is None:
             out += make()
@@ -108,27 +110,15 @@ def rules(cells: list[Cell], cache=None) -> list[Rule]:
     return out
 
 
-MATCH_MODULES = [
-    "kb.triage.match", "kb.triage.wrapped", "kb.records.verdict", "kb.records.patterns", "kb.records.normalise", "kb.records.catalog", "kb.records.slug",
-    "kb.records.facets", "kb.records.lint", "kb.records.confusables"  # a clean check (lint) is what the rules need
-]
-
-
-def load_rules(entries: Path) -> tuple[list[Rule], list["Problem"]]:
+def load_rules(entries: Path) -> tuple[list[SignatureRule], list["Problem"]]:
     """The rules of an entries folder, or the problems that stop them. From the cache (kb.cache)
     when the entry files are as they were (`entries_state`) when a clean check once compiled rules
     from them, so a warm start reads one cache file and no entry file, and imports neither
     pydantic nor the check."""
-    import datetime as dt
+    from kb.cache import rules_cache
 
-    from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, entries_state, fingerprint, for_folders
-
-    cache = for_folders("match", [entries])
-    state = entries_state(entries) if cache is not None else None
-    key = None
-    if cache is not None and state is not None:
-        key = fingerprint(code_fingerprint(CHECK_MODULES + MATCH_MODULES, CHECK_PACKAGES), dt.date.today().isoformat(),
-                          state)
+    cache, key = rules_cache("match", entries)
+    if cache is not None and key is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit, []
@@ -171,9 +161,9 @@ class Hit:
 
 
 class Matcher:
-    def __init__(self, rule_list: list[Rule]):
+    def __init__(self, rule_list: list[SignatureRule]):
         self.rules = rule_list
-        by_anchor: dict[str, list[Rule]] = {}
+        by_anchor: dict[str, list[SignatureRule]] = {}
         for r in rule_list:
             if r.anchor:
                 by_anchor.setdefault(r.anchor, []).append(r)  # one pass: a scan per anchor grew as N squared
@@ -185,7 +175,7 @@ class Matcher:
         self._longest = max(map(len, anchors), default=1)
         self._anchored = [r for r in rule_list if r.anchor]
         self._options = [_options(r) for r in self._anchored]
-        self._wrap = {id(r): wrapped.Rule(i, r.anchor, opts, r.words, r.source, r.edges, r.signature)
+        self._wrap = {id(r): wrapped.ScanRule(i, r.anchor, opts, r.words, r.source, r.edges, r.signature)
                       for i, (r, opts) in enumerate(zip(self._anchored, self._options))}
         self._word_bytes = {id(r): tuple(w.encode() for w in r.words) for r in self._anchored}
         self._option_bytes = {id(r): tuple(w.encode() for w in opts) for r, opts in zip(self._anchored, self._options)}
@@ -193,13 +183,13 @@ class Matcher:
         self._limit = 0  # while scanning: where the whole lines in the buffer end
         self._head = False  # while scanning: the buffer starts inside a line cut into pieces
 
-    def match_line(self, line: str) -> list[Rule]:
+    def match_line(self, line: str) -> list[SignatureRule]:
         """The rules one line satisfies (used by tests and by `scan`)."""
         lower = line.lower()
         candidates = [r for a, rs in self._anchor_rules.items() if a in lower for r in rs]
         return self._confirm(line, candidates)
 
-    def _confirm(self, line: str, candidates: list[Rule]) -> list[Rule]:
+    def _confirm(self, line: str, candidates: list[SignatureRule]) -> list[SignatureRule]:
         lower = line.lower()
         candidates = [r for r in candidates if all(w in lower for w in r.words)]
         if not candidates:
@@ -304,7 +294,7 @@ class Matcher:
                         buffer, start + line_start, start + line_end, None), number, 1)
         return number + lower.count(b"\n", counted)
 
-    def _may_wrap(self, rules: list[Rule], lower: bytearray, line_start: int, line_end: int) -> list[Rule]:
+    def _may_wrap(self, rules: list[SignatureRule], lower: bytearray, line_start: int, line_end: int) -> list[SignatureRule]:
         """The rules that runs of lines holding lower[line_start:line_end] may show (kb.triage.wrapped
         rule 3): the line lacks one of their words, and each word they are looked for by is whole in
         the lines around it (when the block holds them all)."""
@@ -326,7 +316,7 @@ class Matcher:
                 out.append(rule)
         return out
 
-    def _record(self, hits: dict[str, Hit], rule: Rule, texts: dict[int, str]) -> None:
+    def _record(self, hits: dict[str, Hit], rule: SignatureRule, texts: dict[int, str]) -> None:
         hit = hits.setdefault(rule.entry, Hit(rule.entry, rule.url, rule.title))
         hit.specific = hit.specific or not rule.generic
         if rule.signature not in hit.signatures:
@@ -337,7 +327,7 @@ class Matcher:
                 hit.lines.append(number)
                 hit.texts[number] = text
 
-    def _wrapped(self, hits: dict[str, Hit], rules: list[Rule], context, number: int,
+    def _wrapped(self, hits: dict[str, Hit], rules: list[SignatureRule], context, number: int,
                  after: int) -> tuple[wrapped.Lines | None, bool]:
         """Look for `rules` wrapped over runs of lines (kb.triage.wrapped) that hold line `number`
         and, with `after` 1, the next line too. `context()` gives the lines around it
@@ -425,7 +415,7 @@ def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
     return sorted(hits, key=lambda h: verdict.rank_key(h.verdict, h.specific, h.score, h.entry))
 
 
-def scopes(rule_list: list[Rule]) -> dict[str, dict]:
+def scopes(rule_list: list[SignatureRule]) -> dict[str, dict]:
     """Cell id -> its kb.records.verdict.scope, from the rules."""
     return {r.entry: r.scope for r in rule_list if r.scope is not None}
 
@@ -488,7 +478,7 @@ def _rarity(word: str) -> tuple[bool, int, str]:
 OPTIONS = 3  # words a block scan may look for a rule by: a wrapped line must hold each whole
 
 
-def _options(rule: Rule) -> tuple[str, ...]:
+def _options(rule: SignatureRule) -> tuple[str, ...]:
     """The words a block scan may look for to find the lines of `rule`: its anchor first, then up
     to OPTIONS - 1 of its other words long enough to be rare, code identifiers and long words
     first. Every line the rule matches holds each of them (`words`), so any one of them finds all
@@ -625,7 +615,7 @@ class _Prefilter:
         return moved
 
 
-def export(rule_list: list[Rule]) -> dict:
+def export(rule_list: list[SignatureRule]) -> dict:
     """Everything the triage page needs to match exactly as `kb match` does."""
     return {
         "version": 1,

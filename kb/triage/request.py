@@ -179,12 +179,12 @@ def error_line(line: str) -> str:
 
 
 @dataclass(frozen=True)
-class Request:
+class Issue:
     title: str  # the issue's title
     text: str  # its body, in Markdown
 
 
-def new_cell(log: str | Iterable[str]) -> Request:
+def new_failure(log: str | Iterable[str]) -> Issue:
     """The "new failure" issue for a log (its text, or its lines as they stream): the last MAX_LINES
     different error-looking lines (a failure ends a log), in Markdown, and the title `title_rank`
     picks (see the module's docstring)."""
@@ -227,11 +227,11 @@ def new_cell(log: str | Iterable[str]) -> Request:
            "### What you were running", "", "(command line, model, flags)", ""]
     best = max([*before, *after], default=0)
     title = before.get(best) or after.get(best) or UNTITLED
-    return Request(TITLE_PREFIX + title[:200], "\n".join(out))
+    return Issue(TITLE_PREFIX + title[:200], "\n".join(out))
 
 
 def bounded_lines(stream: BinaryIO, limit: int = MAX_LINE_CHARS * 4) -> Iterator[str]:
-    """The lines of a binary stream, decoded, each cut to its first `limit` bytes (`new_cell` reads
+    """The lines of a binary stream, decoded, each cut to its first `limit` bytes (`new_failure` reads
     no more of a line): a longer line is read on in bounded pieces up to its newline and the rest
     dropped, so a log of one 1 GiB line never is one string in memory."""
     while piece := stream.readline(limit + 1):
@@ -242,14 +242,15 @@ def bounded_lines(stream: BinaryIO, limit: int = MAX_LINE_CHARS * 4) -> Iterator
         yield piece.decode("utf-8", "replace")
 
 
-def from_stream(stream: BinaryIO) -> Request:
-    """`new_cell` of a log read from a binary stream, in bounded memory (`bounded_lines`)."""
-    return new_cell(bounded_lines(stream))
+def from_stream(stream: BinaryIO) -> Issue:
+    """`new_failure` of a log read from a binary stream, in bounded memory (`bounded_lines`)."""
+    return new_failure(bounded_lines(stream))
 
 
-def new_cell_text(log: str | Iterable[str]) -> str:
-    """The body of `new_cell`."""
-    return new_cell(log).text
+def new_failure_text(log: str | Iterable[str]) -> str:
+    """The body of `new_failure`. Only the tests call it: the reference the triage page's
+    JavaScript and `kb match`'s output are compared with (tests/test_match.py, tests/test_new.py)."""
+    return new_failure(log).text
 
 
 def export() -> dict:

@@ -133,8 +133,9 @@ def joins(bodies: list[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Rule:
-    """What the rules above ask of a rule: `key` tells rules apart; `options`, the words the scan
+class ScanRule:
+    """A rule as the wrapped-line scan sees it (kb.triage.match.SignatureRule, cut down to what the
+    rules above ask of it): `key` tells rules apart; `options`, the words the scan
     may look for it by; `words`, all its words; `source`, its pattern over a normalised line."""
     key: int
     anchor: str
@@ -162,7 +163,7 @@ class Lines:
         self._shown: dict[tuple[int, int, int], bool] = {}
         self._around: list[str | None] | None = None
 
-    def may_show(self, rule: Rule, i: int) -> bool:
+    def may_show(self, rule: ScanRule, i: int) -> bool:
         """A quick test that runs of lines holding line i may show the rule: each of its words
         that line i lacks is in one of the lines around it or broken over two of them (rule 3)."""
         if self._around is None:
@@ -185,14 +186,14 @@ class Lines:
             self._last[i] = last_word(self.ascii(i))
         return self._last[i]
 
-    def shows(self, rule: Rule, a: int, b: int) -> bool:
+    def shows(self, rule: ScanRule, a: int, b: int) -> bool:
         """Whether lines a..b show the rule by rules 1-5."""
         memo = (rule.key, a, b)
         if memo not in self._shown:
             self._shown[memo] = self._shows(rule, a, b)
         return self._shown[memo]
 
-    def _shows(self, rule: Rule, a: int, b: int) -> bool:
+    def _shows(self, rule: ScanRule, a: int, b: int) -> bool:
         if a < 0 or b >= len(self.texts):
             return False
         span = range(a, b + 1)
@@ -224,14 +225,14 @@ class Lines:
             self._normal[a, b] = [normalise.normalise(text) for text in joins([body for _, _, body in parts])]
         return any(rule.regex.search(text) for text in self._normal[a, b])
 
-    def _alone(self, rule: Rule, i: int) -> bool:
+    def _alone(self, rule: ScanRule, i: int) -> bool:
         """Whether line i shows the rule on its own: its anchor in its ASCII lower case, every
         word in its lower case, the pattern in the normalised line (at most LONG characters)."""
         lower = self.texts[i].lower()
         return (rule.anchor in self.ascii(i) and all(w in lower for w in rule.words)
                 and rule.regex.search(normalise.normalise(self.texts[i])) is not None)
 
-    def find(self, rule: Rule, lo: int, hi: int) -> list[tuple[int, int]]:
+    def find(self, rule: ScanRule, lo: int, hi: int) -> list[tuple[int, int]]:
         """(a, b) of each run of lines holding lines lo..hi that shows the rule."""
         return [(a, a + size - 1) for size in range(2, LINES + 1) for a in range(hi - size + 1, lo + 1)
                 if self.shows(rule, a, a + size - 1)]
