@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / ".cache" / "kb"
 # What `kb check`'s answer for one file depends on besides its bytes and the day.
 CHECK_MODULES = [
-    "kb.records.load", "kb.schema", "kb.records.lint", "kb.records.rules", "kb.records.prose", "kb.records.patterns",
+    "kb.records.load", "kb.records.schema", "kb.records.lint", "kb.records.rules", "kb.records.prose", "kb.records.patterns",
     "kb.records.normalise", "kb.records.problems", "kb.records.visible", "kb.records.slug"
 ]
 CHECK_PACKAGES = ["pydantic", "pydantic_core", "PyYAML", "markdown-it-py", "packaging"]

@@ -117,7 +117,7 @@ def _site_problems(cells, folders: list[Path]) -> list:
 
 
 def _schema(args) -> int:
-    from kb import schema
+    from kb.records import schema
 
     text = json.dumps(schema.json_schema(), indent=2, sort_keys=True) + "\n"
     if args.output:

@@ -12,8 +12,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb import cli, schema
-from kb.records import lint, load, new
+from kb import cli
+from kb.records import lint, load, new, schema
 
 from conftest import FIXTURES, ROOT
 

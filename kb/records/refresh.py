@@ -88,7 +88,7 @@ from packaging.version import InvalidVersion, Version
 from kb import cache
 from kb.records import load
 from kb.records.visible import visible
-from kb.schema import FIRST_DATE, ID_PATTERN
+from kb.records.schema import FIRST_DATE, ID_PATTERN
 
 API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -188,8 +188,8 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[Record], list[str
     from pydantic import ValidationError
 
     from kb.records.lint import entry_files
-    from kb.schema import Component as ComponentModel
-    from kb.schema import Link as LinkModel
+    from kb.records.schema import Component as ComponentModel
+    from kb.records.schema import Link as LinkModel
 
     errors: list[str] = []
     if not entries.is_dir() or entries.is_symlink():
@@ -915,7 +915,7 @@ def rewrite(record: Record, changes: dict[int, dict[str, str]]) -> bytes:
         raise RewriteError("the rewritten file does not read back as the same record with the new values")
     from pydantic import ValidationError
 
-    from kb.schema import Link as LinkModel
+    from kb.records.schema import Link as LinkModel
 
     for i in changes:
         try:

@@ -13,11 +13,11 @@ from xml.sax.saxutils import escape, quoteattr
 
 from packaging.specifiers import SpecifierSet
 
-from kb import schema
+from kb.records import schema
 from kb.cache import code_fingerprint, fingerprint
 from kb.records.catalog import Site
 from kb.records.facets import STATUS_NAMES, package_name
-from kb.schema import Cell
+from kb.records.schema import Cell
 
 API = "api/v1/"
 # Record package names -> PyPI distribution names, for OSV `affected[].package`.
@@ -138,7 +138,7 @@ def jsonld(cell: Cell, site: Site, site_url: str | None) -> str:
 
 
 # What a cell's export files depend on besides the cell and the site URL.
-EXPORT_MODULES = ["kb.site.export", "kb.schema", "kb.records.catalog", "kb.records.facets"]
+EXPORT_MODULES = ["kb.site.export", "kb.records.schema", "kb.records.catalog", "kb.records.facets"]
 EXPORT_PACKAGES = ["pydantic", "pydantic_core", "packaging"]
 
 

@@ -46,7 +46,7 @@ def _facts_schema() -> dict | None:
 # What the search literals depend on besides the records.
 DATA_MODULES = [
     "kb.site.generate", "kb.site.search", "kb.records.normalise", "kb.records.facets", "kb.records.catalog",
-    "kb.records.slug", "kb.schema"
+    "kb.records.slug", "kb.records.schema"
 ]
 
 

@@ -21,7 +21,7 @@ from kb.cache import Cache, code_fingerprint, fingerprint
 from kb.records import cause, facets, ids, prose, remedies
 from kb.records.cause import first_sentence
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
-from kb.schema import Cell
+from kb.records.schema import Cell
 from kb.site import charts, freshness, matrix
 from kb.site import stack as my_stack
 from kb.site.page import Page
@@ -35,7 +35,7 @@ PARALLEL_FROM = 400  # cell and literal pages to render at least, for the work t
 RENDER_MODULES = [
     "kb.site.pages", "kb.records.prose", "kb.records.remedies", "kb.records.cause", "kb.site.charts", "kb.records.facets",
     "kb.records.catalog",
-    "kb.records.slug", "kb.site.page", "kb.schema", "kb.site.matrix", "kb.site.freshness", "kb.site.stack",
+    "kb.records.slug", "kb.site.page", "kb.records.schema", "kb.site.matrix", "kb.site.freshness", "kb.site.stack",
     "kb.triage.logfacts"
 ]
 RENDER_PACKAGES = ["Jinja2", "MarkupSafe", "markdown-it-py", "nh3"]
