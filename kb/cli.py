@@ -302,15 +302,15 @@ def _lock(args) -> int:
 
 
 def _new(args) -> int:
-    from kb.records import new
+    from kb.edit import new
 
     return new.run(args)
 
 
 def _refresh(args) -> int:
-    from kb.records import refresh
+    from kb.edit.refresh import command
 
-    return refresh.main(args)
+    return command.main(args)
 
 
 def parser() -> argparse.ArgumentParser:

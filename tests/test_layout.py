@@ -33,9 +33,10 @@ def test_the_navigation_lists_exactly_the_facets():
 
 
 # The folders of kb/ are the stages; each may import only the stages before it (lazy imports
-# inside functions included): records <- site, triage, doctor <- cli.
+# inside functions included): records <- site, triage, doctor, edit <- cli.
 ALLOWED = {
     "records": {"kb", "kb.cache", "kb.records"},
+    "edit": {"kb", "kb.cache", "kb.records", "kb.edit"},
     "site": {"kb", "kb.cache", "kb.records", "kb.site", "kb.triage", "kb.doctor"},
     "triage": {"kb", "kb.cache", "kb.records", "kb.triage"},
     "doctor": {"kb", "kb.cache", "kb.records", "kb.doctor"},
@@ -116,3 +117,28 @@ def test_each_module_imports_alone_and_loads_only_earlier_stages(stage):
         assert f"kb.{stage}" in packages, module
         assert set(packages) <= ALLOWED[stage] - {"kb"}, f"{module} loads {sorted(set(packages) - ALLOWED[stage])}"
 
+
+def test_only_kb_refresh_reaches_the_network():
+    """The network client (kb.edit.refresh.client) is the one module of kb and its hook that opens
+    a connection, and only the refresh command reaches it: `kb check`, the build, `kb match` and
+    `kb doctor` never send a request."""
+    import ast
+
+    from conftest import ROOT
+
+    network = {"socket", "http.client", "urllib.request"}
+    connects, reaches = set(), set()
+    for path in sorted([*(ROOT / "kb").rglob("*.py"), *(ROOT / "hooks").glob("*.py")]):
+        name = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module, *(f"{node.module}.{a.name}" for a in node.names)] \
+                if isinstance(node, ast.ImportFrom) and node.module else []
+            if network & set(modules):
+                connects.add(name)
+            if any(m.startswith("kb.edit.refresh") for m in modules) and not name.startswith("kb/edit/refresh/"):
+                reaches.add(name)
+    assert connects == {"kb/edit/refresh/client.py"}
+    assert reaches == {"kb/cli.py"}
+    cli = (ROOT / "kb" / "cli.py").read_text(encoding="utf-8")
+    assert "from kb.edit.refresh import command\n" in cli and cli.count("kb.edit.refresh") == 1

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb import cli
-from kb.records import lint, load, new, schema
+from kb.edit import new
+from kb.records import lint, load, schema
 
 from conftest import FIXTURES, ROOT
 
