@@ -220,7 +220,7 @@ def stage_prepare(args) -> dict:
     import yaml
 
     from kb.records.lint import Cell
-    from kb.schema import Entry
+    from kb.records.schema import Entry
 
     class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         pass

@@ -4,7 +4,7 @@ Usage: .venv/bin/python bench/synth.py N [--out DIR] [--seed 7]
 Writes N entry files into DIR (default /tmp/kb-synth-N; never kb/entries/) that pass
 `kb check DIR`. Each file starts with a `# synthetic` comment. Everything in them is made up:
 the upstream links point at repositories of the `synthetic-kb` owner (`vllm-synthetic`, ...),
-which satisfy the link forms of kb/schema.py but are not real trackers. Never copy these files
+which satisfy the link forms of kb/records/schema.py but are not real trackers. Never copy these files
 into the live knowledge base.
 
 The shapes are taken from real cells: literal error strings built from templates of real error

@@ -1,6 +1,6 @@
 """Blackwell serving-failure knowledge base, one folder per stage, imported in one direction:
-records/ (load -> check -> catalog) -> site/ (render, export, search index, build, serve),
-triage/ (`kb match`) and doctor/ (`kb doctor`); schema.py is the record model, cli.py the commands."""
+records/ (load -> schema -> check -> catalog) -> site/ (render, export, search index, build, serve),
+triage/ (`kb match`) and doctor/ (`kb doctor`); cli.py is the commands."""
 
 from pathlib import Path
 

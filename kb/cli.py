@@ -99,25 +99,21 @@ def _check(args) -> int:
 
 
 def _site_problems(cells, folders: list[Path]) -> list:
-    """`kb.site.urls.site_problems` of the checked cells; with the redirects and URL lock beside
-    the repository's own entries folder (as mkdocs.yml names them) when it is among `folders`, and
-    then the files the build reads besides the entries (kb.site.sources, KB076)."""
-    from kb.site import urls
-
-    from kb.site import sources
+    """The URL checks of the checked cells (kb.site.urls); when the repository's own entries folder
+    is among `folders`, every whole-site check of its build as mkdocs.yml configures it
+    (kb.site.check: its redirects, URL and id locks, and the files it reads)."""
+    from kb.site import check, urls
 
     kb_folder = Path(__file__).resolve().parent
-    own = any(folder.resolve() == kb_folder / "entries" for folder in folders)
-    if not own:
+    if not any(folder.resolve() == kb_folder / "entries" for folder in folders):
         return urls.site_problems(cells, None, None)
     from kb.records import ids
 
-    return sources.problems(config_file=kb_folder.parent / "mkdocs.yml") + urls.site_problems(
-        cells, urls.OWN_LOCK, urls.OWN_REDIRECTS, id_lock=ids.OWN_LOCK)
+    return check.problems(cells, kb_folder.parent / "mkdocs.yml", urls.OWN_LOCK, urls.OWN_REDIRECTS, ids.OWN_LOCK)
 
 
 def _schema(args) -> int:
-    from kb import schema
+    from kb.records import schema
 
     text = json.dumps(schema.json_schema(), indent=2, sort_keys=True) + "\n"
     if args.output:
@@ -187,44 +183,30 @@ def _match(args) -> int:
 
     from kb.records.verdict import MATCH_TITLES
     from kb.records.visible import visible
-    from kb.triage import evidence, match
-    from kb.triage.request import from_stream
+    from kb.triage.run import triage
 
-    rule_list, problems = match.load_rules(Path(args.entries))
-    if problems:
-        for problem in problems:
-            print(problem.format(), file=sys.stderr)
-        print("the entries have problems; run `kb check`", file=sys.stderr)
-        return 2
-    matcher = match.Matcher(rule_list)
-    evidence_rules = evidence.load_rules(Path(args.entries))
     try:
         if args.file == "-":
-            # Kept (in memory up to 64 MiB, then in a temporary file) in case no cell matches and
-            # the new-cell request has to read it again.
+            # Kept (in memory up to 64 MiB, then in a temporary file): each pass reads it again.
             log = tempfile.SpooledTemporaryFile(max_size=64 << 20)
             shutil.copyfileobj(sys.stdin.buffer, log)
             log.seek(0)
         else:
             log = open(args.file, "rb")
         with log:
-            hits = matcher.scan(log)
-            if evidence_rules:  # identifiers seen together: logs that print no error line (kb.triage.evidence)
-                log.seek(0)
-                hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
-            if hits:  # what the log says of its machine decides each cell's verdict (kb.records.verdict)
-                log.seek(0)
-                hits = match.decide(hits, match.scopes(rule_list), match.read_facts(log))
-            if not hits and not args.json:
-                log.seek(0)
-                request = from_stream(log)  # bounded lines: a huge line is never read whole
+            found = triage(Path(args.entries), log, request=not args.json)
     except OSError as exc:
         print(f"kb match: cannot read {visible(args.file)}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    if found.problems:
+        for problem in found.problems:
+            print(problem.format(), file=sys.stderr)
+        print("the entries have problems; run `kb check`", file=sys.stderr)
+        return 2
+    hits, citable = found.hits, found.citable
     base = args.site_url.rstrip("/") + "/" if args.site_url else ""
     if hits and not base and not args.json:
         print(f"kb match: {NO_SITE_URL}", file=sys.stderr)
-    citable = _citable(Path(args.entries), hits)
     if args.json:
         # No log line goes into the JSON: record text (which KB031 keeps free of controls and
         # bidi characters), and in `why` a GPU name and versions as kb.triage.logfacts reads them
@@ -236,8 +218,8 @@ def _match(args) -> int:
         print("To ask for a new entry, open a \"New failure\" issue with the text below; read and edit it first. It "
               "holds only the log's error-looking lines (prefixes removed, varying parts as placeholders), the GPU "
               "and the versions it names, nothing else of the log.\n")
-        print(f"Title: {visible(request.title)}\n")
-        for line in request.text.splitlines():
+        print(f"Title: {visible(found.request.title)}\n")
+        for line in found.request.text.splitlines():
             print(visible(line))
     else:
         for rank, hit in enumerate(hits, 1):
@@ -252,20 +234,6 @@ def _match(args) -> int:
             if len(hit.lines) > 5:
                 print(f"   ... and {len(hit.lines) - 5} more line(s)")
     return 0 if hits else 1
-
-
-def _citable(entries: Path, hits) -> dict[str, str]:
-    """cell id -> citable id (kb.records.ids) of the cells `hits` name: the lock's; a cell the lock
-    lacks (another folder's, or a new one before `kb lock`) gets the number the lock would give it,
-    which takes checking the entries."""
-    from kb.records import ids
-
-    citable = ids.for_entries(entries)
-    if all(hit.entry in citable for hit in hits):
-        return citable
-    from kb.records import lint
-
-    return ids.for_entries(entries, lint.cached_check([entries]).cells)
 
 
 def _doctor(args) -> int:
@@ -302,15 +270,15 @@ def _lock(args) -> int:
 
 
 def _new(args) -> int:
-    from kb.records import new
+    from kb.edit import new
 
     return new.run(args)
 
 
 def _refresh(args) -> int:
-    from kb.records import refresh
+    from kb.edit.refresh import command
 
-    return refresh.main(args)
+    return command.main(args)
 
 
 def parser() -> argparse.ArgumentParser:

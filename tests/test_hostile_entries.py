@@ -31,8 +31,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from kb import cli, schema
-from kb.records import lint, load
+from kb import cli
+from kb.records import lint, load, schema
 from kb.records.rules import code_of_pydantic
 from kb.site import charts, export
 from kb.site.pages import Renderer, Site

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb import cli, schema
-from kb.records import lint, prose
+from kb import cli
+from kb.records import lint, prose, schema
 from kb.site.pages import string_url
 
 from browser import serve

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kb import cli, schema
-from kb.records import confusables, lint, load
+from kb import cli
+from kb.records import confusables, lint, load, schema
 from kb.records.rules import code_of_pydantic
 
 from conftest import FIXTURES, ROOT

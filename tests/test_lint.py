@@ -10,8 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kb import schema
-from kb.records import lint, load
+from kb.records import lint, load, schema
 from kb.records.problems import MISSING
 
 from conftest import FIXTURES, ROOT

@@ -16,8 +16,8 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kb import cli, schema
-from kb.records import facets, lint
+from kb import cli
+from kb.records import facets, lint, schema
 from kb.records.catalog import Site
 from kb.site import export, urls
 from kb.site.pages import Renderer

@@ -139,6 +139,27 @@ def test_exit_status_and_text_output(tmp_path):
     assert missing.returncode == 2 and "cannot read" in missing.stderr
 
 
+def test_triage_takes_a_folder_and_a_stream_without_the_command_line(tmp_path):
+    """kb.triage.run.triage is `kb match` without argparse or printing: hits with their citable
+    ids, the new-entry request only when nothing hit and one is asked for, and the entries'
+    problems instead of any match when they do not check."""
+    from kb.records import ids
+    from kb.triage.run import triage
+
+    entries = ROOT / "kb" / "entries"
+    found = triage(entries, io.BytesIO(b"x\nRuntimeError: Plan index 9 is invalid\n"))
+    assert [(hit.entry, hit.lines) for hit in found.hits] == [("flashinfer-bmm-fp8-cudnn-plan-index-invalid-gb10", [2])]
+    assert found.citable == ids.for_entries(entries) and found.request is None and found.problems == []
+    log = ("\n".join(NO_MATCH_LOG) + "\n").encode()
+    missed = triage(entries, io.BytesIO(log))
+    assert missed.hits == [] and missed.request.title == "New failure: RuntimeError: something nobody has seen before"
+    assert "- GPU: NVIDIA RTX PRO 6000 Blackwell" in missed.request.text
+    assert triage(entries, io.BytesIO(log), request=False).request is None
+    (tmp_path / "broken.yaml").write_text("title: [\n", encoding="utf-8")
+    refused = triage(tmp_path, io.BytesIO(b"RuntimeError: Plan index 9 is invalid\n"))
+    assert refused.hits == [] and [p.path.name for p in refused.problems] == ["broken.yaml"]
+
+
 def test_binary_garbage_and_invalid_utf8(matcher):
     rng = random.Random(7)
     noise = bytes(rng.randrange(256) for _ in range(300_000))

@@ -12,8 +12,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb import cli, schema
-from kb.records import lint, load, new
+from kb import cli
+from kb.edit import new
+from kb.records import lint, load, schema
 
 from conftest import FIXTURES, ROOT
 

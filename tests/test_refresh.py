@@ -21,7 +21,8 @@ import pytest
 
 from conftest import FIXTURES, ROOT, checked_site
 from kb import cli
-from kb.records import load, refresh
+from kb.edit.refresh import answers, client, reader, records, rewrite
+from kb.records import load
 from kb.site import freshness
 from kb.site.pages import Renderer
 
@@ -280,7 +281,7 @@ def test_first_release_lookup(github, entries, capsys, releases, compares, note)
     assert code == 1
     assert out == f"{CELL}: upstream[1] {PR_URL}: state open -> merged 2026-11-20 ({note})\n"
     compared = [p for p in github.paths() if "/compare/" in p]
-    assert len(compared) == min(len(compares), refresh.MAX_COMPARES)
+    assert len(compared) == min(len(compares), reader.MAX_COMPARES)
     assert compare("v0.7.0") not in compared
 
 
@@ -304,7 +305,7 @@ def test_etags_are_sent_and_a_304_reuses_the_stored_answer(github, entries, caps
     assert all("if-none-match" not in headers for _, headers in github.log)
     cache = json.loads((entries.parent / "etags.json").read_text(encoding="utf-8"))
     assert cache[github.url + PULL]["etag"] == 'W/"pull-54013-merged"'
-    assert set(cache[github.url + PULL]["body"]) <= set(refresh.KEEP["pulls"])  # only what is read is kept
+    assert set(cache[github.url + PULL]["body"]) <= set(answers.KEEP["pulls"])  # only what is read is kept
     github.log.clear()
     second = run(github, entries, capsys=capsys)
     assert second[:2] == first[:2]
@@ -466,7 +467,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("case", HOSTILE, ids=list(HOSTILE))
 def test_hostile_answers_are_refused(github, entries, capsys, monkeypatch, case):
-    monkeypatch.setattr(refresh, "MAX_BODY", 65536)
+    monkeypatch.setattr(client, "MAX_BODY", 65536)
     path, reply, expected = HOSTILE[case]
     github.routes = merged_routes()
     github.routes[path] = reply
@@ -544,8 +545,8 @@ def test_every_loadable_entry_round_trips_byte_for_byte():
         if path.is_symlink() or load.load(path).problems:
             continue  # what kb's own reader refuses, refresh never rewrites
         text = path.read_text(encoding="utf-8")
-        yaml = refresh._yaml(text)
-        assert refresh._dump(yaml, yaml.load(text)) == text, path
+        yaml = rewrite._yaml(text)
+        assert rewrite._dump(yaml, yaml.load(text)) == text, path
         checked += 1
     assert checked >= 20
 
@@ -720,7 +721,7 @@ def test_a_fixed_in_that_is_not_the_first_release_is_one_line(github, fix_entrie
     assert out == fix_line(version, problem)
     assert "0 state(s) differ, 1 fixed_in release(s) checked, 1 mismatched" in err
     assert github.paths() == [FIX_PULL, FIX_RELEASES, *requests]
-    assert len([p for p in requests if "/compare/" in p]) <= refresh.MAX_COMPARES
+    assert len([p for p in requests if "/compare/" in p]) <= reader.MAX_COMPARES
     assert snapshot(fix_entries) == before
 
 
@@ -916,7 +917,7 @@ def test_the_walk_stops_at_max_compares(github, fix_entries, capsys):
     assert code == 1
     assert out == fix_line("0.6.30", f"an earlier release, v0.6.27, already contains {FIX_URL}")
     assert github.paths() == [FIX_PULL, FIX_RELEASES] + [fix_compare(f"v0.6.{n}") for n in (30, 29, 28, 27)]
-    assert refresh.MAX_COMPARES == 4
+    assert reader.MAX_COMPARES == 4
 
 
 def test_the_request_budget_stops_the_fixed_in_check(github, fix_entries, capsys):
@@ -973,8 +974,8 @@ def test_a_file_name_that_is_no_id_is_skipped_reported_and_never_printed_raw(git
 
 def test_ids_and_paths_in_every_message_go_through_visible(tmp_path):
     path = tmp_path / f"{ESCAPES}.yaml"
-    link = refresh.UpstreamLink("cell\x1b", path, 0, "issue", ISSUE_URL, "open", "2026-12", 3)
-    fix = refresh.Fix("cell\x1b", path, 1, "vllm", PR_URL, "0.7.2", 9)
+    link = records.UpstreamLink("cell\x1b", path, 0, "issue", ISSUE_URL, "open", "2026-12", 3)
+    fix = records.Fix("cell\x1b", path, 1, "vllm", PR_URL, "0.7.2", 9)
     for line in (link.where, fix.where, fix.difference("not the first release")):
         assert "\x1b" not in line and "\\x1b" in line
 

@@ -34,7 +34,7 @@ from kb.doctor.facts import Facts
 from kb.records.load import not_regular
 from kb.records.verdict import TITLES, VERDICTS, _component, _or, _side, judge, ranged  # noqa: F401 (kb doctor's names)
 from kb.records.visible import visible
-from kb.schema import Cell
+from kb.records.schema import Cell
 
 KEY_PACKAGES = ("torch", "vllm", "sglang", "flashinfer")
 

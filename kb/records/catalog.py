@@ -16,7 +16,7 @@ from functools import cached_property
 from kb.cache import fingerprint
 from kb.records import facets, ids
 from kb.records.slug import slug
-from kb.schema import Cell
+from kb.records.schema import Cell
 
 NEWEST = 10
 MATRIX_URL = "matrix/"

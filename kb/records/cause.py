@@ -33,7 +33,7 @@ def first_sentence(text: str) -> str:
 
 @cache
 def _parser():
-    # late, as in kb.schema: importing the linter loads no Markdown parser (tests/test_layout.py)
+    # late, as in kb.records.schema: importing the linter loads no Markdown parser (tests/test_layout.py)
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table")

@@ -1,7 +1,7 @@
 """The vocabularies of a record and how cells are grouped for browsing: the facets, their display
 names and URL keys.
 
-Data only, and the one source of every closed list: `kb.schema` builds its choices from the keys
+Data only, and the one source of every closed list: `kb.records.schema` builds its choices from the keys
 below, `kb new` and the CLI offer them, `kb.site.pages` turns them into index pages and `kb.site.search`
 into search filters.
 """

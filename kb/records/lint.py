@@ -25,7 +25,7 @@ from kb.records.normalise import normalise
 from kb.records.problems import MISSING, Problem
 from kb.records.rules import code_of_pydantic
 from kb.records.slug import slug
-from kb.schema import ID_PATTERN, Cell, Entry
+from kb.records.schema import ID_PATTERN, Cell, Entry
 
 
 

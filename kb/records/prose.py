@@ -10,7 +10,7 @@ Two layers, each enough on its own:
 2. nh3 (the Ammonia sanitiser) then keeps only the elements and attributes listed below, with
    `https` as the only URL scheme, whatever the first layer produced.
 
-`kb.schema` runs `problems()` on the same parse to tell a contributor early (KB042, KB043);
+`kb.records.schema` runs `problems()` on the same parse to tell a contributor early (KB042, KB043);
 those messages are for people, this module is the defence.
 """
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kb.schema import Entry, Remedy
+from kb.records.schema import Entry, Remedy
 
 SETTINGS = ("flag", "env-var", "config")  # remedy kinds that change how a released build is run
 READY = {  # how ready a remedy is -> the words the card puts before it

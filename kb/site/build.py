@@ -185,19 +185,16 @@ def os_error(exc: OSError) -> str:
 
 
 def _site_refused(config, result: lint.Result) -> bool:
-    """The checks of the site as a whole that `kb check` runs, before the engine reads anything:
-    the files it reads are regular files (kb.site.sources), and kb.site.urls.site_problems on the
-    lock and redirects of this build's config. True when one failed (each problem said)."""
-    from kb.site import urls
-
-    from kb.site import sources
+    """The checks of the site as a whole that `kb check` runs (kb.site.check), on the lock and
+    redirects of this build's config, before the engine reads anything. True when one failed
+    (each problem said)."""
+    from kb.site import check
 
     extra = config["extra"]
     lock, moved, id_lock = (Path(extra[key]) if extra.get(key) else None
                             for key in ("kb_url_lock", "kb_redirects", "kb_id_lock"))
-    problems = sources.problems(Path(config["docs_dir"]), Path(config["config_file_path"]))
-    # A cell the id lock lacks is numbered as `kb lock` will number it: the build does not wait for it.
-    problems += [p for p in urls.site_problems(result.cells, lock, moved, id_lock=id_lock) if p.code != "KB078"]
+    problems = check.problems(result.cells, Path(config["config_file_path"]), lock, moved, id_lock,
+                              docs_dir=Path(config["docs_dir"]), unlocked_ids=True)
     for problem in problems:
         print(problem.format())
     if problems:

@@ -13,7 +13,7 @@ plotted, and the table above every chart gives each value as written in the reco
 read the values back from the coordinates and the labelled ticks. The output depends on the
 record only: coordinates are rounded to two decimals and printed without trailing zeros.
 
-Numbers come checked by the schema (`kb.schema.MAX_NUMBER`, `MIN_NUMBER`): finite, and 0 or
+Numbers come checked by the schema (`kb.records.schema.MAX_NUMBER`, `MIN_NUMBER`): finite, and 0 or
 between 1e-9 and 1e15 in size. Within that, any series draws: values all equal, or closer
 together than a tick label could tell apart, get an axis of their own size (see `nice_ticks`).
 """

@@ -13,11 +13,11 @@ from xml.sax.saxutils import escape, quoteattr
 
 from packaging.specifiers import SpecifierSet
 
-from kb import schema
+from kb.records import schema
 from kb.cache import code_fingerprint, fingerprint
 from kb.records.catalog import Site
 from kb.records.facets import STATUS_NAMES, package_name
-from kb.schema import Cell
+from kb.records.schema import Cell
 
 API = "api/v1/"
 # Record package names -> PyPI distribution names, for OSV `affected[].package`.

@@ -27,7 +27,7 @@ from itertools import groupby
 from kb.records import facets
 from kb.records.catalog import FRESHNESS_URL as URL
 from kb.records.catalog import paged_title, paged_urls, paginate
-from kb.schema import Cell
+from kb.records.schema import Cell
 from kb.site.page import Page
 
 WATCHED = ("fix-proposed", "fixed-main")

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from kb.records import facets
 from kb.records.catalog import MATRIX_URL as URL
 from kb.records.catalog import paged_title, paged_urls, paginate
-from kb.schema import Cell
+from kb.records.schema import Cell
 from kb.site.page import Page
 
 

@@ -21,7 +21,7 @@ from kb.cache import Cache, code_fingerprint, fingerprint
 from kb.records import cause, facets, ids, prose, remedies
 from kb.records.cause import first_sentence
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
-from kb.schema import Cell
+from kb.records.schema import Cell
 from kb.site import charts, freshness, matrix
 from kb.site import stack as my_stack
 from kb.site.page import Page

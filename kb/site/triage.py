@@ -12,7 +12,7 @@ that fixed it. tests/test_triage_page.py checks that every cell page's card star
 from __future__ import annotations
 
 from kb.records import facets, ids, remedies
-from kb.schema import Entry
+from kb.records.schema import Entry
 
 
 def do_now_text(entry: Entry) -> str:

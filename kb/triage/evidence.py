@@ -1,7 +1,7 @@
 """Log triage by evidence: a cell shown by identifiers that appear together, not by an error line.
 
 A benchmark table, an allocator snapshot or a py-spy dump prints no exception, but it names the
-kernel source file, the function and a per-call size. A cell's `evidence` items (kb.schema) list
+kernel source file, the function and a per-call size. A cell's `evidence` items (kb.records.schema) list
 such terms (and numbers); an item shows in a log when, within some `window` consecutive lines,
 every term is on a line as a whole identifier (case-sensitive; the characters around it are not
 letters, digits or `_`) and every number's pattern (the placeholder grammar of kb.records.patterns, whole
@@ -34,7 +34,7 @@ import ahocorasick_rs
 from kb.records import normalise, patterns
 
 if TYPE_CHECKING:
-    from kb.schema import Cell
+    from kb.records.schema import Cell
 
 EVIDENCE_WEIGHT = 0.6
 CHUNK = 8 * 1024 * 1024

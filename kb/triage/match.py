@@ -35,7 +35,7 @@ from kb.triage import logfacts, wrapped
 
 if TYPE_CHECKING:  # the check and the catalog load only when the cached rules cannot be used
     from kb.records.problems import Problem
-    from kb.schema import Cell
+    from kb.records.schema import Cell
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 1024 * 1024

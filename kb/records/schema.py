@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from kb.records import facets
+from kb.records import facets, patterns
 
 # Whole-value patterns. In Python's `re`, `$` also matches before a trailing newline, so every
 # `re` pattern here is applied with `fullmatch` and written without `^...$`; digits are spelled
@@ -299,8 +299,6 @@ class Record(BaseModel):
 
 
 def _pattern(value: str) -> str:
-    from kb.records import patterns  # late: patterns imports the normaliser, not the schema
-
     try:
         compiled = patterns.compile_signature(value, value)
     except patterns.PatternError as exc:
@@ -321,8 +319,6 @@ class Signature(Record):
     @field_validator("match")
     @classmethod
     def _matches_own_text(cls, match: str | None, info: ValidationInfo) -> str | None:
-        from kb.records import patterns
-
         text = info.data.get("text")
         if match is not None and text is not None and not patterns.matches(patterns.compile_signature(text, match), text):
             _fail("KB045", "the pattern does not match the signature's own literal text; mark only the parts that vary")
@@ -349,8 +345,6 @@ def _term(value: str) -> str:
 
 
 def _number(value: str) -> str:
-    from kb.records import patterns  # late, as in _pattern
-
     try:
         parts = patterns.parse(value)
     except patterns.PatternError as exc:

@@ -26,7 +26,7 @@ from typing import Callable
 
 from pydantic import TypeAdapter, ValidationError
 
-from kb import schema
+from kb.records import schema
 from kb.records import facets, lint
 from kb.records.problems import show
 

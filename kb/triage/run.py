@@ -1,0 +1,57 @@
+"""One log triaged against the catalog, as `kb match` does it: the signatures (kb.triage.match),
+then the identifiers seen together (kb.triage.evidence), then what the log says of its machine
+deciding each hit's verdict, and, when nothing matched, the request for a new entry
+(kb.triage.request). Hands back the hits, ranked, and their citable ids; the command prints them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from kb.records.problems import Problem
+from kb.triage import evidence, match
+from kb.triage.request import Issue, from_stream
+
+
+@dataclass
+class Triage:
+    problems: list[Problem] = field(default_factory=list)  # the entries': nothing was matched
+    hits: list[match.Hit] = field(default_factory=list)
+    request: Issue | None = None  # the new-entry request, when nothing matched and one was asked for
+    citable: dict[str, str] = field(default_factory=dict)  # entry id -> citable id, for the hits
+
+
+def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
+    """The hits of the entries of `entries` in `log` (a binary stream that can seek: it is read
+    once per pass); with `request`, the new-entry request when none hits. OSError from the log."""
+    rules, problems = match.load_rules(entries)
+    if problems:
+        return Triage(problems=problems)
+    hits = match.Matcher(rules).scan(log)
+    evidence_rules = evidence.load_rules(entries)
+    if evidence_rules:  # identifiers seen together: logs that print no error line (kb.triage.evidence)
+        log.seek(0)
+        hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
+    if hits:  # what the log says of its machine decides each entry's verdict (kb.records.verdict)
+        log.seek(0)
+        hits = match.decide(hits, match.scopes(rules), match.read_facts(log))
+    new = None
+    if not hits and request:
+        log.seek(0)
+        new = from_stream(log)  # bounded lines: a huge line is never read whole
+    return Triage(hits=hits, request=new, citable=citable(entries, hits))
+
+
+def citable(entries: Path, hits) -> dict[str, str]:
+    """entry id -> citable id (kb.records.ids) of the entries `hits` name: the lock's; an entry the
+    lock lacks (another folder's, or a new one before `kb lock`) gets the number the lock would give
+    it, which takes checking the entries."""
+    from kb.records import ids
+
+    numbers = ids.for_entries(entries)
+    if all(hit.entry in numbers for hit in hits):
+        return numbers
+    from kb.records import lint
+
+    return ids.for_entries(entries, lint.cached_check([entries]).cells)
