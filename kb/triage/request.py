@@ -3,8 +3,9 @@ what varies between runs written as the placeholders of a signature's `match` pa
 and versions the log names. Nothing else of the log goes in.
 
 What a log line may hold that must not leave the reader's machine (a password in a URL, a
-`*_TOKEN=` value, a bearer token, an API key by its known prefix, a long base64 or hex run, an
-e-mail address) is written `{secret}` first (SECRETS). An error line that starts with `#` or a
+`Cookie:` or `Authorization:` header, a `*_TOKEN=` value or `--api-key X` flag, a quoted
+`'api_key': '...'` or JSON `"password": "..."` key, a bearer token, an API key by its known prefix,
+a long base64 or hex run, an e-mail address) is written `{secret}` first (SECRETS). An error line that starts with `#` or a
 backtick is escaped with a backslash, so it can neither end the code block nor start a section of
 the request. A library's own warning (`NCCL WARN Cuda failure ...`, LIBRARY_WARN) is an error line.
 
@@ -63,10 +64,18 @@ SECRET = "{secret}"
 SECRETS: list[dict] = [
     {"name": "password in a URL", "pattern": r"([a-z][a-z0-9+.-]{0,20}://)[^\s/@]{1,200}@", "replacement": "$1{secret}@",
      "ignore_case": True},
+    # A header that carries credentials: its whole value goes (a cookie holds several secrets).
+    {"name": "credentials header", "pattern": r"\b((?:proxy-)?authorization|(?:set-)?cookie)([\"']?\s*:\s*)[^\r\n]{1,2000}",
+     "replacement": "$1$2{secret}", "ignore_case": True},
     {"name": "bearer or basic credentials", "pattern": r"\b(bearer|basic)(\s+)[A-Za-z0-9._~+/-]{1,2000}=*",
      "replacement": "$1$2{secret}", "ignore_case": True},
+    # A command-line flag and its value (`--api-key X`): the value is the next word, unless that is a flag.
+    {"name": "secret flag", "pattern": r"(--?[A-Za-z0-9_.-]{0,64}(?:token|key|password|passwd|passphrase|secret|pass|pwd"
+     r"|credentials?|auth|cookie))(\s+|=)(?!-)(\"[^\"]{0,500}\"|'[^']{0,500}'|[^\s,;'\"]{1,500})",
+     "replacement": "$1$2{secret}", "ignore_case": True},
+    # NAME=value, NAME: value, and the quoted keys of a Python dict or JSON ('api_key': 'x', "password": "x").
     {"name": "secret variable", "pattern": r"\b([A-Za-z0-9_.-]{0,64}(?:token|key|password|passwd|passphrase|secret|pass|pwd"
-     r"|credentials?|auth))(\s*[=:]\s*)(\"[^\"]{0,500}\"|'[^']{0,500}'|[^\s,;'\"]{1,500})",
+     r"|credentials?|auth|cookie))([\"']?\s*[=:]\s*)(\"[^\"]{0,500}\"|'[^']{0,500}'|[^\s,;'\"]{1,500})",
      "replacement": "$1$2{secret}", "ignore_case": True},
     {"name": "known token prefix", "pattern": r"\b(?:hf_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|sk-|xox[abprs]-|glpat-|AKIA)"
      r"[A-Za-z0-9_-]{16,500}", "replacement": "{secret}", "ignore_case": False},
@@ -123,13 +132,14 @@ def _secrets():
         pattern = re.compile(rule["pattern"], re.A | (re.I if rule["ignore_case"] else 0))
         replacement = re.sub(r"\$([0-9])", r"\\\1", rule["replacement"])
         if rule.get("mixed"):
-            rules.append((pattern, lambda m, r=rule["replacement"]: r if _MIXED(m.group(0)) else m.group(0)))
+            rules.append((pattern, lambda m, r=rule["replacement"]: r if mixed_run(m.group(0)) else m.group(0)))
         else:
             rules.append((pattern, replacement))
     return rules, re.compile(LEVEL, re.A)
 
 
-def _MIXED(text: str) -> bool:
+def mixed_run(text: str) -> bool:
+    """Whether `text` holds a digit and a letter: a token or a digest does, a word or a number does not."""
     return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
 
 
