@@ -88,6 +88,7 @@ def _check(args) -> int:
     site = _site_problems(result.cells, folders)
     problems = [p for p in result.problems + site if os.path.abspath(p.path) in wanted]
     problems += [p for p in site if os.path.abspath(p.path) not in entries]
+    problems = list(dict.fromkeys(problems))  # a linked lock is KB076 both as a source and as a lock
     for problem in problems:
         print(problem.format())
     if problems:
@@ -281,6 +282,16 @@ def _lock(args) -> int:
 
     from kb.records import ids
 
+    from kb.site import sources
+
+    # Neither lock is read or written through a link (KB076): the link is reported, nothing written.
+    refused = [p for p in (sources.unreadable(Path(args.lock)), sources.unreadable(Path(args.ids))) if p]
+    for problem in refused:
+        print(problem.format(), file=sys.stderr)
+    if refused:
+        print("kb lock: nothing written; restore the lock file itself (git checkout origin/main -- <file>)",
+              file=sys.stderr)
+        return 1
     try:
         generated = generate(ENTRIES, id_lock=Path(args.ids))
     except GenerateError as exc:

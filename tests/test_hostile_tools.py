@@ -412,3 +412,54 @@ def test_problem_format_escapes_every_untrusted_part_and_keeps_the_plain_format(
                                 "(got 'v\\x1b\\u202e') [KB021]")
     long = Problem(Path("x.yaml"), 1, "k" * 5000, "unknown field", "KB021").format()
     assert len(long) < 300 and "... (5,000 characters)" in long
+
+
+# --- no write or message through a link (attack review 2026-12-05, N2) ---------------------------
+
+VICTIM = "# my shell setup\nexport PATH=$HOME/bin:$PATH\nalias ll=SECRET-LINE-1\n"
+
+
+def _linked_locks(tmp_path):
+    """Both locks as a pull request can commit them: relative links to a file outside."""
+    victim = tmp_path / "victim" / ".bashrc"
+    victim.parent.mkdir()
+    victim.write_text(VICTIM, encoding="utf-8")
+    (tmp_path / "kb").mkdir()
+    url_lock, id_lock = tmp_path / "kb" / "urls.lock", tmp_path / "kb" / "ids.lock"
+    for link in (url_lock, id_lock):
+        link.symlink_to(Path("..") / "victim" / ".bashrc")
+    return victim, url_lock, id_lock
+
+
+def test_the_locks_are_never_written_through_a_link(tmp_path):
+    from kb.records import ids
+    from kb.site import sources, urls
+
+    victim, url_lock, id_lock = _linked_locks(tmp_path)
+    with pytest.raises(sources.SourceError, match="symbolic link"):
+        urls.write_lock(url_lock, [], ["about/"])
+    with pytest.raises(ValueError, match=r"KB076"):
+        ids.write(id_lock, [])
+    assert victim.read_text(encoding="utf-8") == VICTIM and url_lock.is_symlink() and id_lock.is_symlink()
+
+
+def test_kb_lock_refuses_linked_locks_and_writes_nothing(tmp_path, capsys):
+    victim, url_lock, id_lock = _linked_locks(tmp_path)
+    assert cli.main(["lock", "--lock", str(url_lock), "--ids", str(id_lock)]) == 1
+    err = capsys.readouterr().err
+    assert "KB076" in err and "nothing written" in err and "SECRET-LINE" not in err
+    assert victim.read_text(encoding="utf-8") == VICTIM
+
+
+def test_a_linked_lock_is_kb076_and_its_target_is_never_shown(tmp_path):
+    from kb.records import ids
+    from kb.site import urls
+
+    victim, url_lock, id_lock = _linked_locks(tmp_path)
+    locked, problems = ids.read(id_lock)
+    assert locked == [] and [p.code for p in problems] == ["KB076"]
+    cells = lint.check([ENTRIES]).cells
+    found = urls.site_problems(cells, url_lock, None, id_lock=id_lock)
+    assert sorted(p.code for p in found) == ["KB076", "KB076"]
+    shown = "\n".join(p.format() for p in found)
+    assert "SECRET-LINE" not in shown and "PATH" not in shown and "KB077" not in shown

@@ -9,7 +9,9 @@ years (the year is the cell's publication year, for the reader); line N holds nu
 A renamed entry keeps its id: change the name on its line. A removed entry keeps its line (the id is
 not reused); its id URL then needs a redirect like any other published URL (kb/redirects.yaml).
 
-Nothing here writes a file but `write`, which `kb lock` calls.
+Nothing here writes a file but `write`, which `kb lock` calls; the lock is read and written through
+kb.site.sources (never through a symbolic link: a link is KB076, and its target is neither shown nor
+overwritten).
 """
 
 from __future__ import annotations
@@ -48,13 +50,20 @@ def url(citable: str) -> str:
 def read(path: Path | None) -> tuple[list[Locked], list[Problem]]:
     """The well-formed lines of the lock at `path` (none when there is no lock) and a KB077 Problem
     for each line that breaks the format or the numbering."""
-    if path is None or not path.is_file():
+    from kb.site import sources
+
+    if path is None:
+        return [], []
+    refused = sources.unreadable(path)
+    if refused is not None:  # a link is never followed: its target's lines are never shown (KB076)
+        return [], [refused]
+    if not path.exists():
         return [], []
     found: list[Locked] = []
     problems: list[Problem] = []
     seen_ids: dict[str, int] = {}
     seen_cells: dict[str, int] = {}
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = sources.read_regular_text(path)
     for at, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -100,6 +109,8 @@ def problems(path: Path, cells, published_urls: list[str]) -> list[Problem]:
     KB078 (a cell without an id: run `kb lock`), KB079 (an id URL the site published, in
     `published_urls` (kb/urls.lock), whose id is no longer in the lock)."""
     locked, found = read(path)
+    if any(p.code == "KB076" for p in found):
+        return found  # not read: nothing can be said of its ids
     have = {entry.cell for entry in locked}
     for cell in sorted(cells, key=lambda c: (c.entry.published, c.id)):
         if cell.id not in have:
@@ -125,12 +136,12 @@ def write(path: Path, cells) -> list[str]:
     known = {entry.cell for entry in locked}
     added = sorted(((citable, cell) for cell, citable in ids.items() if cell not in known),
                    key=lambda pair: int(ID.fullmatch(pair[0]).group(2)))
-    if not path.is_file():
-        path.write_text(HEADER, encoding="utf-8")
-    text = path.read_text(encoding="utf-8")
-    if added:
-        path.write_text(text + ("" if text.endswith("\n") else "\n")
-                        + "".join(f"{citable} {cell}\n" for citable, cell in added), encoding="utf-8")
+    from kb.site import sources
+
+    text = sources.read_regular_text(path) if path.exists() else HEADER
+    if added or not path.exists():
+        sources.write_regular(path, (text + ("" if text.endswith("\n") else "\n")
+                                     + "".join(f"{citable} {cell}\n" for citable, cell in added)).encode("utf-8"))
     return [citable for citable, _ in added]
 
 
