@@ -183,12 +183,9 @@ def _repo_url(value: str) -> str:
 
 
 def _match(args) -> int:
-    import shutil
-    import tempfile
-
     from kb.records.verdict import MATCH_TITLES
     from kb.records.visible import visible
-    from kb.triage import evidence, match
+    from kb.triage import evidence, match, stdin
     from kb.triage.request import from_stream
 
     rule_list, problems = match.load_rules(Path(args.entries))
@@ -201,11 +198,11 @@ def _match(args) -> int:
     evidence_rules = evidence.load_rules(Path(args.entries))
     try:
         if args.file == "-":
-            # Kept (in memory up to 64 MiB, then in a temporary file) in case no cell matches and
-            # the new-cell request has to read it again.
-            log = tempfile.SpooledTemporaryFile(max_size=64 << 20)
-            shutil.copyfileobj(sys.stdin.buffer, log)
-            log.seek(0)
+            try:  # kept, within a bound, for the later reads (kb.triage.stdin)
+                log = stdin.kept(sys.stdin.buffer)
+            except stdin.TooLarge as exc:
+                print(f"kb match: {exc}", file=sys.stderr)
+                return 2
         else:
             log = open(args.file, "rb")
         with log:

@@ -55,6 +55,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -463,3 +464,42 @@ def test_a_linked_lock_is_kb076_and_its_target_is_never_shown(tmp_path):
     assert sorted(p.code for p in found) == ["KB076", "KB076"]
     shown = "\n".join(p.format() for p in found)
     assert "SECRET-LINE" not in shown and "PATH" not in shown and "KB077" not in shown
+
+
+# --- an endless standard input (attack review 2026-12-05, N9) ------------------------------------
+
+class _Endless:
+    """`< /dev/zero`, counting what was read; reading far past the bound fails the test (main copied
+    standard input without a limit)."""
+
+    def __init__(self, stop: int):
+        self.read_bytes, self.stop = 0, stop
+
+    def read(self, size: int = -1) -> bytes:
+        size = 1 << 16 if size is None or size < 0 else size
+        self.read_bytes += size
+        assert self.read_bytes <= self.stop, f"read {self.read_bytes} bytes of an endless standard input"
+        return b"\0" * size
+
+
+def test_kb_match_stdin_keeps_at_most_the_bound_then_refuses(monkeypatch, capsys):
+    from kb.triage import stdin
+
+    monkeypatch.setattr(stdin, "LIMIT", 4 << 20)
+    endless = _Endless(stop=16 << 20)
+    monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=endless))
+    assert cli.main(["match", "--entries", str(GOOD_ENTRIES), "-"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and endless.read_bytes <= (4 << 20) + 1
+    assert err == ("kb match: standard input holds more than 4 MiB, more than `kb match -` keeps; save the log to a "
+                   "file and run `kb match FILE` (a file is read where it lies, not copied)\n")
+
+
+def test_kb_match_stdin_under_the_bound_is_matched_whole(monkeypatch, capsys):
+    from kb.triage import stdin
+
+    monkeypatch.setattr(stdin, "LIMIT", 4 << 20)
+    log = b"INFO padding\n" * 100_000 + b"RuntimeError: nothing known\n"  # 1.3 MB, beyond one read
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(log)))
+    assert cli.main(["match", "--entries", str(GOOD_ENTRIES), "-"]) == 1
+    assert "RuntimeError: nothing known" in capsys.readouterr().out
