@@ -88,6 +88,7 @@ def _check(args) -> int:
     site = _site_problems(result.cells, folders)
     problems = [p for p in result.problems + site if os.path.abspath(p.path) in wanted]
     problems += [p for p in site if os.path.abspath(p.path) not in entries]
+    problems = list(dict.fromkeys(problems))  # a linked lock is KB076 both as a source and as a lock
     for problem in problems:
         print(problem.format())
     if problems:
@@ -178,19 +179,18 @@ def _repo_url(value: str) -> str:
 
 
 def _match(args) -> int:
-    import shutil
-    import tempfile
-
     from kb.records.verdict import MATCH_TITLES
     from kb.records.visible import visible
+    from kb.triage import stdin
     from kb.triage.run import triage
 
     try:
         if args.file == "-":
-            # Kept (in memory up to 64 MiB, then in a temporary file): each pass reads it again.
-            log = tempfile.SpooledTemporaryFile(max_size=64 << 20)
-            shutil.copyfileobj(sys.stdin.buffer, log)
-            log.seek(0)
+            try:  # kept, within a bound, for each pass to read again (kb.triage.stdin)
+                log = stdin.kept(sys.stdin.buffer)
+            except stdin.TooLarge as exc:
+                print(f"kb match: {exc}", file=sys.stderr)
+                return 2
         else:
             log = open(args.file, "rb")
         with log:
@@ -249,6 +249,16 @@ def _lock(args) -> int:
 
     from kb.records import ids
 
+    from kb.site import sources
+
+    # Neither lock is read or written through a link (KB076): the link is reported, nothing written.
+    refused = [p for p in (sources.unreadable(Path(args.lock)), sources.unreadable(Path(args.ids))) if p]
+    for problem in refused:
+        print(problem.format(), file=sys.stderr)
+    if refused:
+        print("kb lock: nothing written; restore the lock file itself (git checkout origin/main -- <file>)",
+              file=sys.stderr)
+        return 1
     try:
         generated = generate(ENTRIES, id_lock=Path(args.ids))
     except GenerateError as exc:

@@ -63,6 +63,18 @@ def test_the_repository_root_is_refused(capsys):
     _untouched_repo()
 
 
+def test_a_link_as_the_output_folder_is_refused_and_nothing_written_through_it(capsys, tmp_path):
+    """N8 of the 2026-12-05 review: a committed `site -> ../outside/www` (an empty folder) made
+    `make site` build into it."""
+    outside = tmp_path / "outside" / "www"
+    outside.mkdir(parents=True)
+    link = tmp_path / "site"
+    link.symlink_to(outside)
+    err = _refused(capsys, link, "--entries", str(ENTRIES))
+    assert f"{str(link)!r} is a symbolic link and a build never writes through one" in err
+    assert sorted(os.listdir(tmp_path / "outside")) == ["www"] and not any(outside.iterdir())
+
+
 def test_a_symlink_to_the_repository_is_refused(capsys, tmp_path):
     link = tmp_path / "link"
     link.symlink_to(ROOT)

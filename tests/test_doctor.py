@@ -336,6 +336,20 @@ def test_a_url_with_a_password_is_redacted_whatever_its_name(monkeypatch):
     assert facts.environment(set(), {"VLLM_MODEL_URL"})["VLLM_MODEL_URL"] == "https://models.internal/x"
 
 
+def test_a_token_in_a_urls_user_part_or_query_is_redacted(monkeypatch):
+    """N7 of the 2026-12-05 review: a token as a URL's user name, or as a query value."""
+    hostile = {"VLLM_MODEL_URL": "https://hf_AbCdEf0123456789xyzTOKEN@huggingface.co/org/model",
+               "VLLM_OTLP_ENDPOINT": "https://otel.example/v1?api_token=abc123&sig=Zz9",
+               "VLLM_SIGNED_URL": "https://s3.example/b/o?X-Amz-Date=20261205&X-Amz-Signature=9f8e7d6c",
+               "VLLM_EXTRA_ARGS": "--api-key mysecret123"}
+    kept = {"VLLM_PLAIN_URL": "https://models.internal/x?revision=main&trust=true", "VLLM_LIST": "a,b"}
+    for name, value in {**hostile, **kept}.items():
+        monkeypatch.setenv(name, value)
+    env = facts.environment(set(), set(hostile) | set(kept))
+    assert {name: env[name] for name in hostile} == dict.fromkeys(hostile, facts.REDACTED)
+    assert {name: env[name] for name in kept} == kept
+
+
 def test_compared_names_are_those_written_with_a_value():
     live = list(cells(LIVE).values())
     compared = diagnose.compared_env(live)

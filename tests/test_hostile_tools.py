@@ -55,6 +55,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -412,3 +413,93 @@ def test_problem_format_escapes_every_untrusted_part_and_keeps_the_plain_format(
                                 "(got 'v\\x1b\\u202e') [KB021]")
     long = Problem(Path("x.yaml"), 1, "k" * 5000, "unknown field", "KB021").format()
     assert len(long) < 300 and "... (5,000 characters)" in long
+
+
+# --- no write or message through a link (attack review 2026-12-05, N2) ---------------------------
+
+VICTIM = "# my shell setup\nexport PATH=$HOME/bin:$PATH\nalias ll=SECRET-LINE-1\n"
+
+
+def _linked_locks(tmp_path):
+    """Both locks as a pull request can commit them: relative links to a file outside."""
+    victim = tmp_path / "victim" / ".bashrc"
+    victim.parent.mkdir()
+    victim.write_text(VICTIM, encoding="utf-8")
+    (tmp_path / "kb").mkdir()
+    url_lock, id_lock = tmp_path / "kb" / "urls.lock", tmp_path / "kb" / "ids.lock"
+    for link in (url_lock, id_lock):
+        link.symlink_to(Path("..") / "victim" / ".bashrc")
+    return victim, url_lock, id_lock
+
+
+def test_the_locks_are_never_written_through_a_link(tmp_path):
+    from kb.records import ids
+    from kb.site import sources, urls
+
+    victim, url_lock, id_lock = _linked_locks(tmp_path)
+    with pytest.raises(sources.SourceError, match="symbolic link"):
+        urls.write_lock(url_lock, [], ["about/"])
+    with pytest.raises(ValueError, match=r"KB076"):
+        ids.write(id_lock, [])
+    assert victim.read_text(encoding="utf-8") == VICTIM and url_lock.is_symlink() and id_lock.is_symlink()
+
+
+def test_kb_lock_refuses_linked_locks_and_writes_nothing(tmp_path, capsys):
+    victim, url_lock, id_lock = _linked_locks(tmp_path)
+    assert cli.main(["lock", "--lock", str(url_lock), "--ids", str(id_lock)]) == 1
+    err = capsys.readouterr().err
+    assert "KB076" in err and "nothing written" in err and "SECRET-LINE" not in err
+    assert victim.read_text(encoding="utf-8") == VICTIM
+
+
+def test_a_linked_lock_is_kb076_and_its_target_is_never_shown(tmp_path):
+    from kb.records import ids
+    from kb.site import urls
+
+    victim, url_lock, id_lock = _linked_locks(tmp_path)
+    locked, problems = ids.read(id_lock)
+    assert locked == [] and [p.code for p in problems] == ["KB076"]
+    cells = lint.check([ENTRIES]).cells
+    found = urls.site_problems(cells, url_lock, None, id_lock=id_lock)
+    assert sorted(p.code for p in found) == ["KB076", "KB076"]
+    shown = "\n".join(p.format() for p in found)
+    assert "SECRET-LINE" not in shown and "PATH" not in shown and "KB077" not in shown
+
+
+# --- an endless standard input (attack review 2026-12-05, N9) ------------------------------------
+
+class _Endless:
+    """`< /dev/zero`, counting what was read; reading far past the bound fails the test (main copied
+    standard input without a limit)."""
+
+    def __init__(self, stop: int):
+        self.read_bytes, self.stop = 0, stop
+
+    def read(self, size: int = -1) -> bytes:
+        size = 1 << 16 if size is None or size < 0 else size
+        self.read_bytes += size
+        assert self.read_bytes <= self.stop, f"read {self.read_bytes} bytes of an endless standard input"
+        return b"\0" * size
+
+
+def test_kb_match_stdin_keeps_at_most_the_bound_then_refuses(monkeypatch, capsys):
+    from kb.triage import stdin
+
+    monkeypatch.setattr(stdin, "LIMIT", 4 << 20)
+    endless = _Endless(stop=16 << 20)
+    monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=endless))
+    assert cli.main(["match", "--entries", str(GOOD_ENTRIES), "-"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and endless.read_bytes <= (4 << 20) + 1
+    assert err == ("kb match: standard input holds more than 4 MiB, more than `kb match -` keeps; save the log to a "
+                   "file and run `kb match FILE` (a file is read where it lies, not copied)\n")
+
+
+def test_kb_match_stdin_under_the_bound_is_matched_whole(monkeypatch, capsys):
+    from kb.triage import stdin
+
+    monkeypatch.setattr(stdin, "LIMIT", 4 << 20)
+    log = b"INFO padding\n" * 100_000 + b"RuntimeError: nothing known\n"  # 1.3 MB, beyond one read
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(log)))
+    assert cli.main(["match", "--entries", str(GOOD_ENTRIES), "-"]) == 1
+    assert "RuntimeError: nothing known" in capsys.readouterr().out

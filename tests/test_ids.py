@@ -100,3 +100,70 @@ def test_the_id_shows_on_the_page_in_the_api_and_osv_and_its_url_lands_on_the_pa
         assert shown.bounding_box()["y"] < page.locator("h1").bounding_box()["y"] + 300
         shown.click()
         page.wait_for_url(base + record["url"])
+
+
+# --- ids are permanent (attack review 2026-12-05, N1) ------------------------------------------
+
+def _git(folder, *args):
+    import subprocess
+
+    subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+                   check=True, capture_output=True)
+
+
+def _published(tmp_path):
+    """A checkout whose committed lock gave 0001 to a-cell and 0002 to ple-offload (the review's victim)."""
+    _git(tmp_path, "init", "-q")
+    lock = tmp_path / "ids.lock"
+    lock.write_text(ids.HEADER + "BWKB-2026-0001 a-cell\nBWKB-2026-0002 ple-offload\n", encoding="utf-8")
+    _git(tmp_path, "add", "ids.lock")
+    _git(tmp_path, "commit", "-qm", "publish")
+    return lock, [_cell(name, "2026-12-02", tmp_path) for name in ("a-cell", "ple-offload", "hotfix-wheel")]
+
+
+@pytest.mark.parametrize("commit", [False, True])
+def test_a_published_id_cannot_be_moved_to_another_entry(tmp_path, commit):
+    """The review's takeover: 0002 given to the attacker's new entry, its owner renumbered 0003;
+    committed on the pull request's branch or not, the lock's history says whose 0002 is."""
+    lock, cells = _published(tmp_path)
+    lock.write_text(ids.HEADER + "BWKB-2026-0001 a-cell\nBWKB-2026-0002 hotfix-wheel\nBWKB-2026-0003 ple-offload\n",
+                    encoding="utf-8")
+    if commit:
+        _git(tmp_path, "commit", "-qam", "rename")
+    found = [p for p in ids.problems(lock, cells, []) if p.code == "KB083"]
+    assert [(p.line, p.loc) for p in found] == [(3, "BWKB-2026-0002")]
+    assert found[0].format().endswith(
+        "ids.lock:3: BWKB-2026-0002: this id was published for 'ple-offload' (commit "
+        f"{found[0].message.split('commit ')[1][:7]}) and now names 'hotfix-wheel'; restore the line as it was "
+        "published; an id names its entry for good (a renamed entry keeps its id: change the name on its line and "
+        "add 'renamed <old name> <new name>') (got 'hotfix-wheel') [KB083]")
+
+
+def test_swapped_removed_and_renamed_ids(tmp_path):
+    lock, cells = _published(tmp_path)
+    lock.write_text(ids.HEADER + "BWKB-2026-0001 ple-offload\nBWKB-2026-0002 a-cell\n", encoding="utf-8")
+    assert [p.loc for p in ids.problems(lock, cells[:2], []) if p.code == "KB083"] == ["BWKB-2026-0001",
+                                                                                       "BWKB-2026-0002"]
+    lock.write_text(ids.HEADER + "BWKB-2026-0001 a-cell\n", encoding="utf-8")  # the last line removed
+    assert [p.loc for p in ids.problems(lock, cells[:1], []) if p.code == "KB083"] == ["BWKB-2026-0002"]
+    # An explicit rename keeps the id; not while the old entry is still there (that is a takeover).
+    renamed = ids.HEADER + "BWKB-2026-0001 a-cell\nBWKB-2026-0002 hotfix-wheel\nrenamed ple-offload hotfix-wheel\n"
+    lock.write_text(renamed, encoding="utf-8")
+    assert ids.problems(lock, [cells[0], cells[2]], []) == []
+    assert [p.loc for p in ids.problems(lock, cells, []) if p.code == "KB083"] == ["BWKB-2026-0002"]
+
+
+def test_no_git_history_skips_and_a_shallow_clone_refuses(tmp_path):
+    lock = tmp_path / "ids.lock"
+    lock.write_text(ids.HEADER + "BWKB-2026-0001 a-cell\n", encoding="utf-8")
+    assert ids.history(lock) is None  # not a git checkout: an archive, the installed wheel
+    cut = ids.History({"BWKB-2026-0001": ("a-cell", "abc1234")})
+    cut.cut = True
+    found = ids.permanence_problems(lock, ids.read(lock)[0], {}, cut, {"a-cell"})
+    assert [p.code for p in found] == ["KB083"] and "git fetch --unshallow" in found[0].message
+
+
+def test_the_live_lock_keeps_every_published_id():
+    published = ids.history(ids.OWN_LOCK)
+    assert published is not None and not published.cut and len(published) >= 71
+    assert ids.permanence_problems(ids.OWN_LOCK, ids.read(ids.OWN_LOCK)[0], {}, published, set()) == []

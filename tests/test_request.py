@@ -20,7 +20,9 @@ from kb.triage import request
 
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "request.json").read_text(encoding="utf-8"))["vectors"]
 SECRETS = ["hf_SECRET", "p4ssw0rd", "user:", "sk-proj", "alice@", "corp.example", "eyJhbGci", "ghp_", "github_pat_",
-           "0123456789abcdef", "hunter2", "3f2a9c0e", "dGhpcyBp"]
+           "0123456789abcdef", "hunter2", "3f2a9c0e", "dGhpcyBp",
+           # N6 of the 2026-12-05 review: dict and JSON keys, flags, Cookie and Authorization headers
+           "team-key", "abc123def", "Hunter2!", "mysecret123", "tok-9Zq", "two words", "Zx81Kq77Aa", "csrftoken="]
 
 
 def _lines(text: str) -> list[str]:
@@ -38,7 +40,13 @@ def test_python_request_vectors(vector):
 def test_each_secret_shape_is_replaced_and_ordinary_text_kept():
     cases = {
         "error at https://bob:s3cr3t@10.0.0.1/x": "error at https://{secret}@10.0.0.1/x",
-        "error: Authorization: Basic dXNlcjpwYXNz": "error: Authorization: Basic {secret}",
+        "error: Authorization: Basic dXNlcjpwYXNz": "error: Authorization: {secret}",
+        "error: Cookie: a=1; sid=2": "error: Cookie: {secret}",
+        "error: bad config {'api_key': 'k', \"password\" : \"p\"}": "error: bad config {'api_key': {secret}, \"password\" : {secret}}",
+        "error: serve --api-key k1 --token=k2 --port 1": "error: serve --api-key {secret} --token={secret} --port 1",
+        # A flag's value is the next word unless that is a flag; a flag named like a secret is not one.
+        "error: serve --disable-auth --port 1 --max-num-batched-tokens 8": "error: serve --disable-auth --port 1 "
+        "--max-num-batched-tokens 8",
         "error: HF_TOKEN=hf_abcdefghijklmnop": "error: HF_TOKEN={secret}",
         "error: token hf_abcdefghijklmnopqrstu is invalid": "error: token {secret} is invalid",
         "error: mail root@example.org": "error: mail {secret}",
@@ -56,7 +64,8 @@ def test_each_secret_shape_is_replaced_and_ordinary_text_kept():
 def test_redaction_is_linear_in_the_line():
     """Each rule is bounded or anchored: 2,000 characters of each rule's worst input take milliseconds."""
     worst = ["a." * 1000, "a@" * 1000, "a:" * 1000, "x_token" * 300, "://" * 700, "Bearer " * 300, "A1" * 1000,
-             "a-" * 1000 + "=" * 10]
+             "a-" * 1000 + "=" * 10,
+             "--token " * 300, "-" * 2000, "'key'" * 400, "cookie:" * 300]
     for line in worst:
         started = time.perf_counter()
         for _ in range(10):

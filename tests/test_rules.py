@@ -30,7 +30,7 @@ BESPOKE = {"KB001", "KB029", "KB002", "KB004", "KB009", "KB020", "KB038", "KB041
            # the redirects file and the site as a whole: tests/test_redirects.py
            "KB070", "KB071", "KB072", "KB073", "KB074", "KB075",
            "KB076",  # a link among the build's sources: tests/test_sources.py
-           "KB077", "KB078", "KB079"}  # the id lock: test_id_lock_rule_examples below
+           "KB077", "KB078", "KB079", "KB083"}  # the id lock: test_id_lock_rule_examples below
 
 
 def _overlay(fragment: str) -> str:
@@ -534,9 +534,10 @@ def test_kb047_index_finds_what_comparing_every_pair_finds(folder):
 
 # --- the id lock (kb.records.ids) ----------------------------------------------------------
 
-@pytest.mark.parametrize("code", ["KB077", "KB078", "KB079"])
+@pytest.mark.parametrize("code", ["KB077", "KB078", "KB079", "KB083"])
 def test_id_lock_rule_examples(tmp_path, code):
-    """Each example is the lock's text after '# kb/ids.lock', with the URLs kb/urls.lock lists; the
+    """Each example is the lock's text after '# kb/ids.lock', with the URLs kb/urls.lock lists and the
+    lock's published history (the lines after '# kb/ids.lock as published'; none: no history); the
     cells are plan-index-a and plan-index-b."""
     from types import SimpleNamespace
 
@@ -547,9 +548,14 @@ def test_id_lock_rule_examples(tmp_path, code):
     rule = RULES[code]
     for example, broken in ((rule.good, False), (rule.bad, True)):
         published = [u.removeprefix("/") for u in re.findall(r"^# kb/urls.lock lists (\S+)$", example, re.M)]
+        history = None
+        if "# kb/ids.lock as published\n" in example:
+            before, example = example.split("# kb/ids.lock as published\n", 1)[1].split("# kb/ids.lock", 1)
+            example = "# kb/ids.lock" + example
+            history = ids.History({line.split()[0]: (line.split()[1], "0000000") for line in before.splitlines()})
         lock = tmp_path / "ids.lock"
         lock.write_text(example.split("# kb/ids.lock", 1)[1].split("\n", 1)[1] + "\n", encoding="utf-8")
-        codes = {p.code for p in ids.problems(lock, cells, published)}
+        codes = {p.code for p in ids.problems(lock, cells, published, history)}
         assert (code in codes) if broken else not codes, (code, example, codes)
 
 

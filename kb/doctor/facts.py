@@ -57,7 +57,12 @@ BASE_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_L
 ENV_PREFIXES = ("VLLM_",)  # every variable set with these prefixes is reported
 # A name that may hold a secret: its value is never reported, whatever the records say.
 _SECRET = re.compile(r"PASS|PWD|AUTH|COOKIE|SESSION|PRIVATE|CERT|SIGN|KEY|TOKEN|SECRET|CREDENTIAL", re.I)
-_USERINFO = re.compile(r"://[^/\s@]*:[^/\s@]*@")  # a URL with a password in it
+# A URL's user part, with or without a password: Git and the Hugging Face hub take a token as the
+# user name (https://hf_xxx@huggingface.co/...).
+_USERINFO = re.compile(r"://[^/\s@?#]*@")
+# A query value that holds a digit and a letter (api_token=abc123, sig=Zz9) may be a token; a name,
+# a number or a word alone is kept. Same test as the request's `mixed` secret shapes.
+_QUERY_VALUE = re.compile(r"[?&;][^=&#\s]{0,100}=([^&#\s]{1,2000})")
 REDACTED = "<redacted>"
 SET = "<set>"  # set, its value not reported: no record compares it
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")  # EnvName below
@@ -422,7 +427,7 @@ def nvcc_version(timeout: float) -> tuple[str | None, str | None]:
 def environment(names: set[str], compared: set[str] = frozenset()) -> dict[str, str | None]:
     """Each of `names`, BASE_ENV and every set variable with a reported prefix: None when it is not
     set, its value only for names whose values the records compare (`compared`, and BASE_ENV), SET
-    for the others, REDACTED for a name that may hold a secret or a value holding a URL's password.
+    for the others, REDACTED for a name that may hold a secret or a value that may hold one (`_secret_value`).
     The report goes into public issues: a value is reported by allow-list, never by default. A name
     that is no shell identifier (the environment allows any) is left out: `Facts` would refuse it."""
     wanted = set(names) | set(BASE_ENV) | {k for k in os.environ if k.startswith(ENV_PREFIXES)}
@@ -432,12 +437,21 @@ def environment(names: set[str], compared: set[str] = frozenset()) -> dict[str, 
     for name in sorted(wanted)[:MAX_NAMES]:
         value = os.environ.get(name)
         if value is not None:
-            if _SECRET.search(name) or _USERINFO.search(value):
+            if _SECRET.search(name) or _secret_value(value):
                 value = REDACTED
             elif name not in shown:
                 value = SET
         out[name] = _text(value, ENV_VALUE)
     return out
+
+
+def _secret_value(value: str) -> bool:
+    """Whether `value` holds a URL's user part, a query value that looks like a token, or any
+    secret shape of the new-failure request (kb.records.secrets, the list the triage page uses too)."""
+    from kb.records.secrets import mixed_run, redact
+
+    return (bool(_USERINFO.search(value)) or any(mixed_run(m.group(1)) for m in _QUERY_VALUE.finditer(value))
+            or redact(value) != value)
 
 
 def _text(value, limit: int = SHORT) -> str | None:

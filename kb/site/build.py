@@ -53,8 +53,10 @@ class _Progress(logging.Handler):
 
 def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
     """Why building into `site_dir` (which replaces it whole) would destroy something; None if safe."""
-    target, repo, entries = site_dir.resolve(), config_file.resolve().parent, entries.resolve()
+    from kb.site.sources import linked
+
     fix = "name a folder of its own, e.g. -d site"
+    target, repo, entries = site_dir.resolve(), config_file.resolve().parent, entries.resolve()
     if target == repo:
         return f"it is the repository root (it holds {config_file.name}); {fix}"
     if target in repo.parents:
@@ -67,6 +69,12 @@ def refusal(site_dir: Path, entries: Path, config_file: Path) -> str | None:
         return f"it is inside the entries folder {str(entries)!r}; {fix}"
     if ".git" in target.parts:
         return f"it is inside a .git folder; {fix}"
+    # A committed link (`site -> ../www`, which `make site` would build through) sends the site, its
+    # lock, state and work folder outside: a build never writes through a link (kb.site.sources).
+    link = linked(site_dir, repo)
+    if link is not None:
+        return (f"{str(link)!r} is a symbolic link and a build never writes through one; remove the link (git rm "
+                f"it if it is committed) or {fix}")
     if target.exists() and not target.is_dir():
         return f"it is a file, not a folder; {fix}"
     if target.is_dir() and not (target / MARKER).is_file() and any(target.iterdir()):

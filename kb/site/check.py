@@ -19,4 +19,4 @@ def problems(cells, config_file: Path, url_lock: Path | None, redirects: Path | 
     found = sources.problems(docs_dir, config_file)
     found += [p for p in urls.site_problems(cells, url_lock, redirects, id_lock=id_lock)
               if not (unlocked_ids and p.code == "KB078")]
-    return found
+    return list(dict.fromkeys(found))  # a linked lock is KB076 both as a source and as a lock

@@ -1,4 +1,5 @@
-"""What the build reads besides the entries, refused when it is not a regular file.
+"""What the build reads besides the entries, refused when it is not a regular file (KB076, the
+rule of kb.records.files by which every tool reads a file for a message or writes one).
 
 The engine copies every file of the hand-written pages' folder (`site_src/`) into the site and
 reads the templates; the in-place rebuild's fingerprint (`kb.site.incremental.inputs`) reads the
@@ -15,6 +16,8 @@ import os
 import stat
 from pathlib import Path
 
+from kb.records.files import (SourceError, linked, read_regular, read_regular_text, refusal,  # noqa: F401
+                              unreadable, write_regular)
 from kb.records.load import not_regular
 from kb.records.problems import Problem
 
@@ -22,18 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SKIPPED = {"__pycache__"}  # Python writes these itself
 
 
-class SourceError(OSError):
-    """A file the build reads is not a regular file (KB076)."""
-
-
 def folders(docs_dir: Path | None = None) -> list[Path]:
     """The folders the build and its fingerprint read: the code, the hooks, the templates, the pages."""
     return [ROOT / "kb", ROOT / "hooks", ROOT / "templates", docs_dir if docs_dir is not None else ROOT / "site_src"]
-
-
-def _refusal(path: Path, kind: str) -> Problem:
-    return Problem(path, 1, "(file)", f"is {kind}, not a regular file; the build reads this folder and would "
-                   "follow it: commit the file itself, not a link (it was not read)", "KB076")
 
 
 def problems(docs_dir: Path | None = None, config_file: Path | None = None,
@@ -48,7 +42,7 @@ def problems(docs_dir: Path | None = None, config_file: Path | None = None,
         except FileNotFoundError:
             continue
         if stat.S_ISLNK(mode) or (not stat.S_ISDIR(mode) if is_folder else not stat.S_ISREG(mode)):
-            found.append(_refusal(top, not_regular(mode) or "not a folder"))
+            found.append(refusal(top, not_regular(mode) or "not a folder"))
             continue
         if not is_folder:
             continue
@@ -58,28 +52,12 @@ def problems(docs_dir: Path | None = None, config_file: Path | None = None,
                 path = here / name
                 mode = os.lstat(path).st_mode
                 if stat.S_ISLNK(mode):
-                    found.append(_refusal(path, "a symbolic link"))
+                    found.append(refusal(path, "a symbolic link"))
             dirs[:] = sorted(d for d in dirs if d not in SKIPPED and not os.path.islink(here / d)
                              and (skip is None or (here / d).resolve() != skip.resolve()))
             for name in sorted(files):
                 path = here / name
                 kind = not_regular(os.lstat(path).st_mode)
                 if kind:
-                    found.append(_refusal(path, kind))
+                    found.append(refusal(path, kind))
     return sorted(found, key=Problem.sort_key)
-
-
-def read_regular(path: Path) -> bytes:
-    """The bytes of the regular file at `path`, never through a symbolic link (SourceError)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise SourceError(exc.errno, f"{exc.strerror} (a symbolic link is not followed)", str(path)) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SourceError(0, "not a regular file", str(path))
-        with os.fdopen(fd, "rb", closefd=False) as stream:
-            return stream.read()
-    finally:
-        os.close(fd)

@@ -70,7 +70,9 @@ def published(page_urls: list[str], export_paths: list[str], site_src: Path = SI
 
 def read_lock(path: Path) -> list[str]:
     """The locked URLs, site-relative ('' is the home page); the file writes each with a leading '/'."""
-    return [line.strip().removeprefix("/") for line in path.read_text(encoding="utf-8").splitlines()
+    from kb.site import sources
+
+    return [line.strip().removeprefix("/") for line in sources.read_regular_text(path).splitlines()
             if line.strip() and not line.startswith("#")]
 
 
@@ -143,11 +145,19 @@ def site_problems(cells, lock: Path | None, redirects_file: Path | None, site_sr
     pages = page_urls(site)
     exports = export.paths(site)
     problems = segment_problems(site, pages + exports)
+    # A lock that is a link (or not a regular file) is KB076 and not read: no check runs on what it
+    # points at, and none of its lines is shown.
+    from kb.site import sources
+
+    refused = sources.unreadable(lock) if lock is not None else None
+    if refused is not None:
+        problems.append(refused)
+    readable = lock is not None and refused is None and lock.is_file()
     if id_lock is not None:
-        problems += ids.problems(id_lock, cells, read_lock(lock) if lock is not None and lock.is_file() else [])
+        problems += ids.problems(id_lock, cells, read_lock(lock) if readable else [])
     if redirects_file is None:
         return problems
-    locked = read_lock(lock) if lock is not None and lock.is_file() else None
+    locked = read_lock(lock) if readable else None
     moved, found = redirects.read_file(redirects_file, locked)
     problems += found
     now = set(published(pages, exports, site_src))
@@ -192,10 +202,12 @@ def segment_problems(site, urls: list[str]) -> list[Problem]:
 
 def write_lock(path: Path, locked: list[str], current: list[str]) -> list[str]:
     """Add the current URLs to the lock; returns the URLs added."""
+    from kb.site import sources
+
     added = sorted(set(current) - set(locked))
     lines = sorted(set(locked) | set(current))
-    path.write_text("# Every URL this site has published. Managed by `kb lock`; see kb/site/urls.py.\n"
-                    + "\n".join("/" + url for url in lines) + "\n", encoding="utf-8")
+    sources.write_regular(path, ("# Every URL this site has published. Managed by `kb lock`; see kb/site/urls.py.\n"
+                                 + "\n".join("/" + url for url in lines) + "\n").encode("utf-8"))
     return added
 
 

@@ -3,8 +3,9 @@ what varies between runs written as the placeholders of a signature's `match` pa
 and versions the log names. Nothing else of the log goes in.
 
 What a log line may hold that must not leave the reader's machine (a password in a URL, a
-`*_TOKEN=` value, a bearer token, an API key by its known prefix, a long base64 or hex run, an
-e-mail address) is written `{secret}` first (SECRETS). An error line that starts with `#` or a
+`Cookie:` or `Authorization:` header, a `*_TOKEN=` value or `--api-key X` flag, a quoted
+`'api_key': '...'` or JSON `"password": "..."` key, a bearer token, an API key by its known prefix,
+a long base64 or hex run, an e-mail address) is written `{secret}` first (SECRETS). An error line that starts with `#` or a
 backtick is escaped with a backslash, so it can neither end the code block nor start a section of
 the request. A library's own warning (`NCCL WARN Cuda failure ...`, LIBRARY_WARN) is an error line.
 
@@ -29,7 +30,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import BinaryIO
 
+from kb.records import secrets
 from kb.records.normalise import RULES as NORMALISE
+from kb.records.secrets import SECRETS, redact
 
 MAX_LINES = 15
 MAX_LINE_CHARS = 400
@@ -57,25 +60,6 @@ GPU = r"(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]{0,40}?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)
 VERSION = (r"\b(vllm|sglang|flashinfer(?:-python)?|torch|triton|cudnn|cuda|driver|tensorrt[_-]llm)\b"
            r"(?:[\w ]{0,24}?\bversion\b)?[\s=:_-]*v?(\d+\.\d+[\w.+-]*)")
 
-# Secrets go before anything else, in this order. Every quantifier that could scan far is bounded or
-# starts at a fixed word, so each rule is linear in the line. `mixed`: the match is replaced only
-# when it holds a digit and a letter (a long identifier is no secret; a token or digest has both).
-SECRET = "{secret}"
-SECRETS: list[dict] = [
-    {"name": "password in a URL", "pattern": r"([a-z][a-z0-9+.-]{0,20}://)[^\s/@]{1,200}@", "replacement": "$1{secret}@",
-     "ignore_case": True},
-    {"name": "bearer or basic credentials", "pattern": r"\b(bearer|basic)(\s+)[A-Za-z0-9._~+/-]{1,2000}=*",
-     "replacement": "$1$2{secret}", "ignore_case": True},
-    {"name": "secret variable", "pattern": r"\b([A-Za-z0-9_.-]{0,64}(?:token|key|password|passwd|passphrase|secret|pass|pwd"
-     r"|credentials?|auth))(\s*[=:]\s*)(\"[^\"]{0,500}\"|'[^']{0,500}'|[^\s,;'\"]{1,500})",
-     "replacement": "$1$2{secret}", "ignore_case": True},
-    {"name": "known token prefix", "pattern": r"\b(?:hf_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|sk-|xox[abprs]-|glpat-|AKIA)"
-     r"[A-Za-z0-9_-]{16,500}", "replacement": "{secret}", "ignore_case": False},
-    {"name": "e-mail address", "pattern": r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}",
-     "replacement": "{secret}", "ignore_case": False},
-    {"name": "long base64 or hex run", "pattern": r"[A-Za-z0-9+/_-]{32,2000}={0,2}", "replacement": "{secret}",
-     "ignore_case": False, "mixed": True},
-]
 # The log level of a line, if one of the first words is one: DEBUG, INFO and WARNING lines do not
 # name the issue.
 LEVEL = r"^.{0,60}?\b(DEBUG|INFO|NOTICE|WARNING|WARN|TRACE|ERROR|CRITICAL|FATAL)\b"
@@ -119,26 +103,7 @@ def _titles():
 
 @lru_cache(maxsize=1)
 def _secrets():
-    rules = []
-    for rule in SECRETS:
-        pattern = re.compile(rule["pattern"], re.A | (re.I if rule["ignore_case"] else 0))
-        replacement = re.sub(r"\$([0-9])", r"\\\1", rule["replacement"])
-        if rule.get("mixed"):
-            rules.append((pattern, lambda m, r=rule["replacement"]: r if _MIXED(m.group(0)) else m.group(0)))
-        else:
-            rules.append((pattern, replacement))
-    return rules, re.compile(LEVEL, re.A)
-
-
-def _MIXED(text: str) -> bool:
-    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
-
-
-def redact(line: str) -> str:
-    """`line` with every secret shape (SECRETS) written `{secret}`."""
-    for pattern, replacement in _secrets()[0]:
-        line = pattern.sub(replacement, line)
-    return line
+    return secrets.compiled(), re.compile(LEVEL, re.A)
 
 
 def harmless(raw: str) -> bool:
