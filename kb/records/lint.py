@@ -679,12 +679,16 @@ def _parse_all(jobs: list[tuple[Path, str, bytes]]) -> list:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from kb.records.workers import die_with_parent
+    from kb.records.workers import die_with_parent, interrupts_held
 
-    # forkserver: a process forked from a clean server, never from this one (which may run threads).
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
-                             initializer=die_with_parent) as pool:
-        return list(pool.map(_parse_and_validate, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+    # spawn: fresh interpreters, never forked from this process (which may run threads), and
+    # children of this process, so they die with it (a forkserver's children wait on the server,
+    # which waits on them: killed, neither ever exits; attack review N4).
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        with interrupts_held():  # map hands out every job (starting the workers) before it returns
+            results = pool.map(_parse_and_validate, jobs, chunksize=max(1, len(jobs) // (workers * 8)))
+        return list(results)
 
 
 def cached_check(paths: list[Path]) -> Result:
