@@ -235,8 +235,9 @@ def _spelled_alike(owners: dict[str, list[tuple[Cell, str]]]) -> list[Problem]:
 
 def _one_spelling(cells: list[Cell]) -> list[Problem]:
     """KB081: a GPU name, and a package, is written one way across the index: two spellings that
-    differ only in letter case, spaces or punctuation (`facets.spelling`) would be two groups on the
-    browse pages and in the search menus. The spelling most places use is kept (a package the index
+    differ only in letter case, spaces or punctuation (`facets.spelling`), or a name written with a
+    look-alike of an ASCII letter or digit, would be two groups on the browse pages and in the
+    search menus that read the same. The spelling most places use is kept (a package the index
     names, `facets.PACKAGE_NAMES`, is kept as listed); every other is reported where it is written."""
     problems: list[Problem] = []
     for what, places in (
@@ -245,6 +246,14 @@ def _one_spelling(cells: list[Cell]) -> list[Problem]:
             ("package", [(cell, ("components", i, "package"), c.package)
                          for cell in cells for i, c in enumerate(cell.entry.components)])):
         by_spelling: dict[str, list] = defaultdict(list)
+        # A look-alike letter (`RTX 5О90`, Cyrillic О, attack review) makes a group of its own that
+        # reads like another, whatever the spelling rule says: refused wherever it is written.
+        for cell, loc, name in places:
+            if confusables.look_alike(name) is not None:
+                problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                        f"this {what} is written with a look-alike character "
+                                        f"({confusables.describe(name)}): type it in ASCII, so that browse pages "
+                                        "and search menus list it with the name it looks like", "KB081", name))
         for place in places:
             by_spelling[facets.spelling(place[2])].append(place)
         for key, found in by_spelling.items():
@@ -376,6 +385,10 @@ def _cause_line(cell: Cell) -> list[Problem]:
         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                 f"{where} is {count} words long, more than the card's {cause.MAX_WORDS}: {fix}",
                                 "KB080", line))
+    if len(line) > cause.MAX_CHARS:
+        problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                f"{where} is {len(line)} characters long, more than the card's {cause.MAX_CHARS}: "
+                                f"{fix}", "KB080", line))
     share = cause.overlap(line, e.summary)
     if share >= cause.MAX_OVERLAP:
         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
@@ -443,6 +456,7 @@ def _internal_words(loaded: Loaded) -> list[Problem]:
     for loc, value in _strings(loaded.data):
         if not prose_field(loc):
             continue
+        value = confusables.fold(value)  # `сell` with a Cyrillic с is 'cell' to a reader (attack review)
         for m in sorted([*INTERNAL_WORD.finditer(value), *FIELD_WORD.finditer(value)], key=lambda m: m.start()):
             word = m.group().lower()
             instead = _INSTEAD.get(word, "what it means (the first fixed release, the fix pull request, the "
