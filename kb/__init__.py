@@ -5,13 +5,32 @@ triage/ (`kb match`) and doctor/ (`kb doctor`); cli.py is the commands."""
 from pathlib import Path
 
 ENTRIES = Path("kb/entries")  # the live entries, relative to the repository root
+DISTRIBUTION = "blackwell-serving-kb"  # pyproject.toml's [project] name
+CODE_ROOT = Path(__file__).resolve().parent.parent  # a checkout, or site-packages for the wheel
+OWN_ENTRIES = CODE_ROOT / ENTRIES  # the index that comes with this code
+
+
+def is_checkout(folder: Path) -> bool:
+    """Whether `folder` is a checkout of this project: its pyproject.toml names this distribution.
+    A folder that merely holds `kb/entries/` (a cloned repository, an unpacked archive, a shared
+    temporary folder) is not one; site-packages, where the wheel puts `kb/`, is not one either."""
+    import tomllib
+
+    try:
+        with open(folder / "pyproject.toml", "rb") as stream:
+            project = tomllib.load(stream).get("project")
+    except (OSError, ValueError):
+        return False
+    return isinstance(project, dict) and project.get("name") == DISTRIBUTION
 
 
 def default_entries() -> Path:
-    """The entries a command reads when none are named: kb/entries/ under the working directory
-    (a checkout), else those of the checkout this kb runs from (`make setup` installs it editable),
-    so `kb match` and `kb doctor` work from any folder."""
-    if ENTRIES.is_dir():
+    """The entries a command reads when none are named: the index that comes with this code
+    (`make setup` installs the checkout editable; the wheel carries its own), so `kb match` and
+    `kb doctor` work from any folder. A developer's kb, run from a checkout (editable), reads the
+    kb/entries/ of the checkout it runs in, when that is a checkout of this project too; an
+    installed kb never reads a working directory's kb/entries/ unless --entries names it (attack
+    review N5: it would swap the index for whatever records a folder holds)."""
+    if ENTRIES.is_dir() and is_checkout(CODE_ROOT) and is_checkout(Path.cwd()):
         return ENTRIES
-    installed = Path(__file__).resolve().parent / "entries"
-    return installed if installed.is_dir() else ENTRIES
+    return OWN_ENTRIES

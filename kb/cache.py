@@ -1,4 +1,5 @@
-"""A cache keyed by content hash, under `.cache/kb/` (safe to delete, never committed).
+"""A cache keyed by content hash, under `.cache/kb/` of the checkout (safe to delete, never
+committed); an installed kb keeps it in the per-user cache folder instead (`_folder`).
 
 Each stage keeps one file per namespace (`check`, ...): a mapping from the SHA-256 of
 everything a result depends on (the input bytes, the code and package versions that produce it,
@@ -33,7 +34,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = Path(__file__).resolve().parent
-FOLDER = ROOT / ".cache" / "kb"
+
+
+def _folder() -> Path:
+    """Where the cache files live: `.cache/kb/` of the checkout this kb runs from; for an installed
+    kb, the per-user cache folder (`$XDG_CACHE_HOME/blackwell-serving-kb/`, default `~/.cache/...`),
+    never the code's folder (site-packages, which `pip uninstall` would leave holding them)."""
+    from kb import DISTRIBUTION, is_checkout
+
+    if is_checkout(ROOT):
+        return ROOT / ".cache" / "kb"
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / DISTRIBUTION
+
+
+FOLDER = _folder()
 
 
 def fingerprint(*parts: str | bytes) -> str:

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from kb import ENTRIES, default_entries
+from kb import ENTRIES, OWN_ENTRIES, default_entries
 from kb.records import facets
 
 DISTRIBUTION = "blackwell-serving-kb"  # pyproject.toml's [project] name
@@ -405,6 +405,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    entries = getattr(args, "entries", None)
+    if entries == str(ENTRIES) and os.path.abspath(entries) != str(OWN_ENTRIES):
+        # a developer's kb in another checkout of this project (kb.default_entries): say which index
+        print(f"kb: reading the index of the checkout here, {os.path.abspath(entries)} (not {OWN_ENTRIES})",
+              file=sys.stderr)
     try:
         return args.run(args)
     except BrokenPipeError:

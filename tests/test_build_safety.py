@@ -424,3 +424,66 @@ def test_ctrl_c_during_a_build_is_one_line_and_leaves_the_site(tmp_path):
     assert done.stderr.count("interrupted") == 1
     assert {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in (tmp_path / ".site.kb-work").iterdir()) == [".kb-work"]
+
+
+def _session(sid: int) -> list[int]:
+    """The live processes of session `sid` (a command started with start_new_session and every
+    process it made, however far removed: a forkserver, its workers, the resource tracker)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and _alive(int(name)):
+            try:
+                fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[3]) == sid:
+                found.append(int(name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def synth300(tmp_path_factory) -> Path:
+    """300 synthetic entries outside the checkout: nothing cached, so `kb check` parses them in its
+    worker pool (kb.records.lint.PARALLEL_FROM)."""
+    out = tmp_path_factory.mktemp("synth") / "entries"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "synth.py"), "300", "--out", str(out)], check=True,
+                   capture_output=True, timeout=120)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL", "SIGINT"])
+def test_check_pool_workers_die_with_a_killed_check(synth300, tmp_path, signal_name):
+    """Killing kb check while its check-stage workers parse (attack review N4) leaves no process of
+    the run: no worker, no server, no resource tracker. SIGINT goes to the whole process group, as
+    Ctrl-C in a terminal does, and no worker prints a traceback."""
+    import signal
+
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or not Path("/proc/self/stat").exists():
+        pytest.skip("the check stage uses workers only with two cores; processes are found through /proc")
+    log = tmp_path / "check.log"  # a file, not a pipe: a process left behind would hold a pipe open
+    with open(log, "wb") as out:
+        check = subprocess.Popen([sys.executable, "-m", "kb.cli", "check", str(synth300)], cwd=ROOT,
+                                 stdout=out, stderr=out, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        # the command, the resource tracker and at least two more: workers (and a server, if any)
+        while len(_session(check.pid)) < 4 and check.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert check.poll() is None, "kb check ended before its workers could be killed"
+        assert len(_session(check.pid)) >= 4, _session(check.pid)
+        if signal_name == "SIGINT":
+            os.killpg(check.pid, signal.SIGINT)
+        else:
+            check.send_signal(getattr(signal, signal_name))
+        check.wait(timeout=60)
+        deadline = time.monotonic() + 5
+        while _session(check.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _session(check.pid)
+        assert not left, f"processes {left} outlived kb check killed by {signal_name}"
+        # a worker's traceback starts "Process SpawnProcess-1:"
+        assert "Process " not in log.read_text(errors="replace"), log.read_text(errors="replace")
+    finally:
+        for pid in _session(check.pid):  # only this run's processes, found by its session
+            os.kill(pid, signal.SIGKILL)

@@ -86,7 +86,7 @@ def test_each_stage_imports_only_the_stages_before_it(stage):
         assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
     # Nothing sits beside the stages but the package's entry points and the cache they share.
     assert {p.name for p in (ROOT / "kb").glob("*.py")} == {"__init__.py", "cache.py", "cli.py"}
-    assert _kb_imports(ROOT / "kb" / "cache.py") == set()
+    assert _kb_imports(ROOT / "kb" / "cache.py") <= {"kb"}  # the package's own facts: a checkout or installed
 
 
 # Each module imported alone, in a fresh interpreter (kb's modules dropped between two), the way a

@@ -575,6 +575,10 @@ _SUMMARY = "summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on
     (_SUMMARY + "mechanism: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first token.\n"
      "cause: The Triton decode kernel lowers num_stages only for BLOCK_DMODEL >= 1024.\n", []),
     (_SUMMARY + "cause: " + " ".join(["word"] * 36) + ".\n", [("KB080", "cause", "36 words long, more than the card's 35")]),
+    # few words, long line: words joined by `.` or `_` count as one (attack review): characters count too
+    (_SUMMARY + "mechanism: PLE offload never starts its worker because " + ".".join(
+        ["the_uniproc_executor_skips_spawning_it"] * 250) + " at TP 1. More follows.\n",
+     [("KB080", "mechanism", "9802 characters long, more than the card's 300")]),
     (_SUMMARY + "cause: An MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n",
      [("KB080", "cause", "repeats the summary's first sentence (100% of its words")]),
 ])
@@ -627,3 +631,18 @@ def test_kb082_names_file_line_field_and_word_and_leaves_literals_alone(tmp_path
     fields = [p.format() for p in found if p.loc == "components[1].note"]
     assert "says 'fixed_in'" in fields[0] and "says 'claims[0].as_of'" in fields[1]
     assert all("the first fixed release" in f for f in fields)
+
+
+def test_look_alike_letters_do_not_get_past_kb081_and_kb082(tmp_path):
+    """Attack review: `RTX 5О90` with a Cyrillic О made a browse group of its own titled like RTX
+    5090, and `This сell` with a Cyrillic с passed the internal-words rule."""
+    fragment = ('hardware: {architectures: [sm_120], gpus: ["RTX 5\u041e90"]}\n'
+                'components:\n  - {package: vllm, role: raises, note: "This \u0441ell covers it."}\n')
+    path = tmp_path / GOOD.name
+    path.write_text(_overlay(fragment), encoding="utf-8")
+    found = lint.check([path]).problems
+    assert [(p.code, p.loc) for p in found] == [("KB081", "hardware.gpus[0]"), ("KB082", "components[0].note")], \
+        [p.format() for p in found]
+    gpu, note = (p.format() for p in found)
+    assert "U+041E CYRILLIC CAPITAL LETTER O for 'O' at character 6" in gpu and "type it in ASCII" in gpu
+    assert "says 'cell'" in note and "'entry'" in note

@@ -148,3 +148,50 @@ def test_entries_dir_reads_records_newer_than_the_wheel(installed):
     doctor = run(installed, "bwkb", "doctor", "--json", "--entries", str(newer), "--facts", str(facts))
     assert doctor.returncode == 0, doctor.stderr.decode()
     assert {c["entry"] for c in json.loads(doctor.stdout)["cells"]} == {p.stem for p in newer.glob("*.yaml")}
+
+
+LURE_TITLE = "title: Official fix for this failure, pip install vllm-sm120-hotfix (see the workaround below)\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claims_to_be_a_checkout", [False, True])
+def test_a_kb_entries_folder_where_it_runs_does_not_replace_the_installed_index(installed, claims_to_be_a_checkout):
+    """Attack review N5: run from a folder holding its own kb/entries/ (a cloned repository, an
+    unpacked archive; even one whose pyproject.toml names this project), the installed tool still
+    reads the index it came with, and --version says which one that is."""
+    lure = installed["work"].parent / f"lure-{claims_to_be_a_checkout}"
+    shutil.copytree(ROOT / "kb" / "entries", lure / "kb" / "entries")
+    if claims_to_be_a_checkout:
+        shutil.copy2(ROOT / "pyproject.toml", lure / "pyproject.toml")
+    first = lure / "kb" / "entries" / f"{VECTOR['first']}.yaml"
+    text = first.read_text(encoding="utf-8")
+    first.write_text(LURE_TITLE + text.split("\n", 1)[1], encoding="utf-8")
+    (lure / "engine.log").write_text("\n".join(VECTOR["log"]) + "\n", encoding="utf-8")
+
+    def here(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(list(args), capture_output=True, cwd=lure, env=installed["env"], timeout=300)
+
+    matched = here("bwkb", "match", "engine.log")
+    assert matched.returncode == 0, matched.stderr.decode()
+    assert b"vllm-sm120-hotfix" not in matched.stdout, matched.stdout.decode()
+    assert matched.stdout.decode().splitlines()[0].rsplit(" [", 1)[1].startswith(VECTOR["first"] + "] ")
+    version = here("bwkb", "--version")
+    index = version.stdout.decode().splitlines()[1]
+    assert Path(index.rsplit(" from ", 1)[1]).is_relative_to(installed["venv"]), index
+
+
+def test_the_installed_cache_is_per_user_never_in_site_packages(installed):
+    """Attack review N5: `pip uninstall` removes what RECORD lists, so a cache under site-packages
+    would stay behind; the installed tool keeps it in $XDG_CACHE_HOME (default ~/.cache)."""
+    log = installed["work"].parent / "cached.log"
+    log.write_text("\n".join(VECTOR["log"]) + "\n", encoding="utf-8")
+    done = run(installed, "bwkb", "match", str(log))
+    assert done.returncode == 0, done.stderr.decode()
+    assert not [p for p in installed["venv"].rglob(".cache")], "a cache folder inside the virtual environment"
+    cached = Path(installed["env"]["HOME"]) / ".cache" / "blackwell-serving-kb"
+    assert sorted(p.suffix for p in cached.iterdir()) and all(p.suffix == ".pickle" for p in cached.iterdir())
+    elsewhere = installed["work"].parent / "xdg-cache"
+    moved = subprocess.run(["bwkb", "match", str(log)], capture_output=True, cwd=installed["work"], timeout=300,
+                           env={**installed["env"], "XDG_CACHE_HOME": str(elsewhere)})
+    assert moved.returncode == 0 and moved.stdout == done.stdout, moved.stderr.decode()
+    assert any(p.suffix == ".pickle" for p in (elsewhere / "blackwell-serving-kb").iterdir())

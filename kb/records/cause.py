@@ -17,6 +17,9 @@ _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s
 _WORD = re.compile(r"[a-z0-9]+(?:[._'][a-z0-9]+)*")
 
 MAX_WORDS = 35  # a cause longer than this is a paragraph, not a line (KB080)
+# ... and in characters: `a.b.c` and `a_b_c` are one word, so words alone let a 10,000-character
+# run through (attack review). The 71 cells of 2026-12-05 show causes of at most 219 characters.
+MAX_CHARS = 300
 # A cause repeats the summary when at least this share of its words (distinct, lower case) are
 # words of the summary's first sentence (KB080). Measured on the 71 cells of 2026-12-05: the causes
 # shown score a median of 0.37 and at most 0.69 (a summary whose first sentence already gives the

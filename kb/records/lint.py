@@ -230,8 +230,9 @@ def _spelled_alike(owners: dict[str, list[tuple[Cell, str]]]) -> list[Problem]:
 
 def _one_spelling(cells: list[Cell]) -> list[Problem]:
     """KB081: a GPU name, and a package, is written one way across the index: two spellings that
-    differ only in letter case, spaces or punctuation (`facets.spelling`) would be two groups on the
-    browse pages and in the search menus. The spelling most places use is kept (a package the index
+    differ only in letter case, spaces or punctuation (`facets.spelling`), or a name written with a
+    look-alike of an ASCII letter or digit, would be two groups on the browse pages and in the
+    search menus that read the same. The spelling most places use is kept (a package the index
     names, `facets.PACKAGE_NAMES`, is kept as listed); every other is reported where it is written."""
     problems: list[Problem] = []
     for what, places in (
@@ -240,6 +241,14 @@ def _one_spelling(cells: list[Cell]) -> list[Problem]:
             ("package", [(cell, ("components", i, "package"), c.package)
                          for cell in cells for i, c in enumerate(cell.entry.components)])):
         by_spelling: dict[str, list] = defaultdict(list)
+        # A look-alike letter (`RTX 5О90`, Cyrillic О, attack review) makes a group of its own that
+        # reads like another, whatever the spelling rule says: refused wherever it is written.
+        for cell, loc, name in places:
+            if confusables.look_alike(name) is not None:
+                problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                        f"this {what} is written with a look-alike character "
+                                        f"({confusables.describe(name)}): type it in ASCII, so that browse pages "
+                                        "and search menus list it with the name it looks like", "KB081", name))
         for place in places:
             by_spelling[facets.spelling(place[2])].append(place)
         for key, found in by_spelling.items():
@@ -371,6 +380,10 @@ def _cause_line(cell: Cell) -> list[Problem]:
         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                 f"{where} is {count} words long, more than the card's {cause.MAX_WORDS}: {fix}",
                                 "KB080", line))
+    if len(line) > cause.MAX_CHARS:
+        problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                f"{where} is {len(line)} characters long, more than the card's {cause.MAX_CHARS}: "
+                                f"{fix}", "KB080", line))
     share = cause.overlap(line, e.summary)
     if share >= cause.MAX_OVERLAP:
         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
@@ -438,6 +451,7 @@ def _internal_words(loaded: Loaded) -> list[Problem]:
     for loc, value in _strings(loaded.data):
         if not prose_field(loc):
             continue
+        value = confusables.fold(value)  # `сell` with a Cyrillic с is 'cell' to a reader (attack review)
         for m in sorted([*INTERNAL_WORD.finditer(value), *FIELD_WORD.finditer(value)], key=lambda m: m.start()):
             word = m.group().lower()
             instead = _INSTEAD.get(word, "what it means (the first fixed release, the fix pull request, the "
@@ -674,12 +688,16 @@ def _parse_all(jobs: list[tuple[Path, str, bytes]]) -> list:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from kb.records.workers import die_with_parent
+    from kb.records.workers import die_with_parent, interrupts_held
 
-    # forkserver: a process forked from a clean server, never from this one (which may run threads).
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
-                             initializer=die_with_parent) as pool:
-        return list(pool.map(_parse_and_validate, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+    # spawn: fresh interpreters, never forked from this process (which may run threads), and
+    # children of this process, so they die with it (a forkserver's children wait on the server,
+    # which waits on them: killed, neither ever exits; attack review N4).
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        with interrupts_held():  # map hands out every job (starting the workers) before it returns
+            results = pool.map(_parse_and_validate, jobs, chunksize=max(1, len(jobs) // (workers * 8)))
+        return list(results)
 
 
 def cached_check(paths: list[Path]) -> Result:

@@ -13,16 +13,21 @@ import os
 import signal
 import threading
 import time
+from contextlib import contextmanager
 
 PR_SET_PDEATHSIG = 1
 WATCH_SECONDS = 0.5
 
 
-def die_with_parent(parent: int | None = None) -> None:
-    """Pool initializer: make this worker end when the process `parent` (the command that forked
-    it) ends; None: whichever process started it (a forkserver, which itself ends with the command)."""
-    if parent is None:
-        parent = os.getppid()
+def die_with_parent(parent: int) -> None:
+    """Pool initializer: make this worker end when the process `parent` ends. `parent` is the
+    command's pid (`os.getpid()` where the pool is made), and the worker must be its child (a fork
+    or spawn pool): a forkserver's children outlive a killed command, because the server waits for
+    its children and they for it. Ctrl-C is the command's to handle (it reaches the whole process
+    group): the worker ignores it and ends when the command does, printing nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # held back by `interrupts_held` while this worker started
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         import ctypes
 
@@ -38,3 +43,19 @@ def _watch(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(WATCH_SECONDS)
     os._exit(1)
+
+
+@contextmanager
+def interrupts_held():
+    """Hold Ctrl-C back in this thread while a pool starts its workers (a spawn pool starts them as
+    work is handed out), and so in the workers until `die_with_parent` ignores it: a worker killed
+    by Ctrl-C while its interpreter starts breaks the pool, and Python 3.11's pool then hangs on
+    shutdown instead of ending. A Ctrl-C meanwhile is delivered when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
