@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, builds_site
 from kb.records import ids, lint
 from kb.records.catalog import PER_PAGE, facet_url, paged_url
 from kb.site import freshness, matrix
@@ -91,6 +91,7 @@ def listed(synthetic):
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def small_site(synthetic, tmp_path_factory) -> Path:
     from kb.site import build
 

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import pytest
 
 from browser import search, serve
-from conftest import ROOT, checked_site
+from conftest import ROOT, builds_site, checked_site
 from kb.records.catalog import string_url
 from kb.records.facets import LIFECYCLE, STATUS_NAMES
 from kb.site import search as kb_search
@@ -288,6 +288,7 @@ def test_python_mirror_of_the_search_forms_strips_what_varies():
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def synthetic_site(synthetic, tmp_path_factory):
     from conftest import _build
 
