@@ -37,6 +37,9 @@ GROWTH = 1.2  # the largest page of a kind at N = 1,000 against N = 100
 SLACK = 1024  # bytes: a longer title or number here and there
 CELL_PAGE_LIMIT = 40_000  # bytes of HTML, theme included (#12)
 
+# Synthetic folders of hundreds of entries, checked, rendered and indexed: minutes, not seconds.
+pytestmark = pytest.mark.slow
+
 
 def kind(page) -> str:
     """The kind of a page for the size comparisons: cell, pointer, disambiguation, browse, each

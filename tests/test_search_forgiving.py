@@ -249,6 +249,7 @@ def test_literals_json_holds_every_string_once_with_its_page_and_filters(live_si
     assert data["normalise"][: len(kb_search.normalise.RULES)] == kb_search.normalise.export()
 
 
+@pytest.mark.slow
 def test_many_literals_are_sharded_by_word_and_a_query_finds_each_in_the_shards_it_fetches(synthetic):
     """Past one small file, a literal is filed under each of its uncommon words (or the pair key
     of its words when all are common), and the shards the search box fetches for the literal
