@@ -14,7 +14,7 @@ PORT ?= 8000
 SITE_DIR ?= site
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock check schema site serve test chromium clean
+.PHONY: help setup lock check schema site serve test test-fast chromium clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -76,6 +76,11 @@ serve: $(STAMP)  ## set everything up, build and serve the site with search on h
 test: $(TEST_STAMP) chromium  ## set everything up and run the tests (browser tests included)
 	$(BIN)/kb check
 	$(BIN)/python -m pytest
+
+# The quick run while working: no Chromium, no site build, nothing over about a second
+# (the markers are in pyproject.toml), Hypothesis at its `fast` profile (tests/conftest.py).
+test-fast: $(TEST_STAMP)  ## run the tests that take under a second each (about a minute); make test before a PR
+	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -m "not browser and not build and not slow"
 
 clean:  ## remove the built site and caches (keeps .venv/)
 	rm -rf site .cache .pytest_cache

@@ -9,6 +9,45 @@ FIXTURES = ROOT / "tests" / "fixtures"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 
+# Hypothesis, chosen by HYPOTHESIS_PROFILE: `ci` (the default, what `make test` runs) keeps each
+# test's own example count; `fast` (`make test-fast`) caps every test at FAST_EXAMPLES. Every
+# property here sets its own @settings(max_examples=...), which wins over a profile, so the cap is
+# put on each test's settings in pytest_collection_modifyitems.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+FAST_EXAMPLES = 20
+_hypothesis_settings.register_profile("ci")
+_hypothesis_settings.register_profile("fast", max_examples=FAST_EXAMPLES)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Fixtures that open Chromium, and the marker their tests get.
+_BROWSER_FIXTURES = {"page", "browser"}
+
+
+def builds_site(fixture):
+    """Mark a fixture function as one that builds a site (mkdocs, Pagefind): every test using it,
+    directly or through another fixture, is marked `build` (not run by `make test-fast`)."""
+    fixture.builds_site = True
+    return fixture
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark `browser` every test that opens Chromium and `build` every test that needs a built
+    site, so that `-m "not browser and not build and not slow"` is the quick run."""
+    fast = _hypothesis_settings.default.max_examples == FAST_EXAMPLES
+    for item in items:
+        # The settings @given reads when the test runs (hypothesis keeps them on the test function).
+        own = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_settings", None)
+        if fast and own is not None and own.max_examples > FAST_EXAMPLES:
+            item.obj._hypothesis_internal_use_settings = _hypothesis_settings(own, max_examples=FAST_EXAMPLES)
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info else ()
+        if any(getattr(d.func, "builds_site", False) for chain in defs for d in chain):
+            item.add_marker(pytest.mark.build)
+
 
 @pytest.fixture(autouse=True)
 def _in_repo_root(monkeypatch):
@@ -40,15 +79,29 @@ def checked_site(entries: Path):
 
 
 @pytest.fixture(scope="session")
+@builds_site
 def live_site(tmp_path_factory) -> Path:
     """The site built from kb/entries/, once per test run."""
     return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("live") / "site")
 
 
 @pytest.fixture(scope="session")
+@builds_site
 def fixture_site(tmp_path_factory) -> Path:
     """The site built from tests/fixtures/site/ (hostile string, a shared look-alike line)."""
     return _build(FIXTURES / "site", tmp_path_factory.mktemp("fixture") / "site")
+
+
+# The address Edit and Report links point at in the built pages the reader-facing tests open.
+EXAMPLE_REPO = "https://github.com/example/blackwell-kb"
+
+
+@pytest.fixture(scope="session")
+@builds_site
+def live_site_with_repo(tmp_path_factory) -> Path:
+    """The site built from kb/entries/ with Edit and Report links to EXAMPLE_REPO, once per run
+    (the first-screen, phone, public-words and match tests share it)."""
+    return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("live-repo") / "site", repo_url=EXAMPLE_REPO)
 
 
 @pytest.fixture(scope="session")

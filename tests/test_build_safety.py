@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, builds_site
 from kb.cli import main
 from kb.site import build
 
@@ -23,6 +23,7 @@ LEFT = {".site.lock", ".site.kb-state.json", ".site.kb-work"}  # what a build le
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def site(tmp_path_factory) -> Path:
     """One site built from the good fixture into a folder that existed and was empty."""
     target = tmp_path_factory.mktemp("built") / "site"
@@ -140,6 +141,7 @@ def _files(site):
             for p in site.rglob("*") if p.is_file() and p.relative_to(site).parts[0] != "pagefind"}
 
 
+@pytest.mark.build
 def test_a_rebuild_touches_only_files_whose_bytes_changed(tmp_path):
     entries = tmp_path / "entries"
     shutil.copytree(ENTRIES, entries)
@@ -215,6 +217,7 @@ def _release(holder: subprocess.Popen) -> None:
     holder.stdout.close()
 
 
+@pytest.mark.slow
 def test_a_build_waiting_on_the_lock_gives_up_in_bounded_time_naming_the_holder(tmp_path):
     """A build that another one (or an orphan of a killed one) keeps waiting stops after
     KB_LOCK_WAIT seconds with a message that names the holder's pid (attack review M4)."""
@@ -263,6 +266,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie nobody has reaped yet is dead
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
 def test_workers_die_with_a_killed_build_and_the_next_build_runs(tmp_path, signal_name):
     """Killing kb build while its worker processes render (attack review M4) leaves no worker
@@ -301,6 +305,7 @@ def test_workers_die_with_a_killed_build_and_the_next_build_runs(tmp_path, signa
     assert time.monotonic() - started < 240
 
 
+@pytest.mark.build
 def test_a_second_build_waits_then_removes_what_killed_builds_left(tmp_path, capsys):
     from kb.site.paths import work_folder
 
@@ -358,6 +363,7 @@ def test_a_folder_named_like_the_work_folder_that_kb_did_not_make_is_left_alone(
     assert (mine / "notes.txt").read_text() == "mine" and sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.build
 def test_pages_are_in_place_before_the_search_index_is_rebuilt(tmp_path, monkeypatch):
     """An edited page is on disk when Pagefind starts reading the site again; the old index stays
     until the new one is swapped in, and a failing index leaves the new pages and the old index."""
@@ -410,6 +416,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.build
 def test_ctrl_c_during_a_build_is_one_line_and_leaves_the_site(tmp_path):
     """SIGINT (attack review I3): no KeyboardInterrupt traceback, the site as it was, no staging left."""
     target = tmp_path / "site"

@@ -65,6 +65,7 @@ def test_an_edited_file_is_checked_again(entries, tmp_path):
     assert result.problems[0].path == path
 
 
+@pytest.mark.slow
 def test_kb_check_uses_the_cache_and_deleting_it_changes_nothing(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(cache_mod, "FOLDER", tmp_path / "cache")
     assert cli.main(["check"]) == 0
@@ -300,6 +301,7 @@ def test_render_cache_gives_the_same_pages_and_renders_only_what_an_edit_shows(e
     assert shows | listed <= changed and listed
 
 
+@pytest.mark.slow
 def test_pages_rendered_on_every_core_equal_those_rendered_in_one_process(entries, tmp_path):
     """Past PARALLEL_FROM missing pages, cell and literal pages are rendered by worker processes:
     the same pages, byte for byte, and a warm run renders none of them again. Run in a process of

@@ -93,6 +93,7 @@ def results() -> dict[str, list[dict]]:
     return {name: triage_corpus.run_match(LOGS / name, KB) for name in TABLE}
 
 
+@pytest.mark.slow
 def test_kb_match_reads_every_log(results):
     for name, hits in results.items():
         assert isinstance(hits, list), name

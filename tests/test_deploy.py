@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from browser import serve
-from conftest import ROOT, checked_site
+from conftest import ROOT, builds_site, checked_site
 
 SITE_URL = "https://example.org/kb/"  # the README's example
 PREFIX = "/kb/"
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def deployed(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("deploy") / "site"
     done = subprocess.run(["make", "site", f"SITE_URL={SITE_URL}", f"SITE_DIR={out}"], cwd=ROOT,
@@ -31,6 +32,7 @@ def test_readme_gives_this_command():
     assert f"make site SITE_URL={SITE_URL}" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_without_site_url_it_stops_and_builds_nothing(tmp_path):
     done = subprocess.run(["make", "site", f"SITE_DIR={tmp_path / 'site'}"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from browser import search, serve
-from conftest import FIXTURES, ROOT, _build
+from conftest import FIXTURES, ROOT, _build, builds_site
 from kb.records import lint
 from kb.site import build, urls
 from kb.site.generate import generate
@@ -26,6 +26,7 @@ SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def site_dir(tmp_path_factory) -> Path:
     return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("dist") / "site", site_url=SITE_URL)
 

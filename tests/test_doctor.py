@@ -397,6 +397,7 @@ def test_cudnn_version_numbers():
     assert facts.cudnn_version(None) is None
 
 
+@pytest.mark.slow
 def test_a_wedged_or_crashing_probe_is_unknown_not_a_hang():
     started = time.monotonic()
     got = facts.probe(probes={"nvml": "import time; time.sleep(60)", "cuda": "raise SystemExit(3)"}, timeout=1)
@@ -406,6 +407,7 @@ def test_a_wedged_or_crashing_probe_is_unknown_not_a_hang():
     assert any(note.startswith("cuda probe: probe failed") for note in got.notes)
 
 
+@pytest.mark.slow
 def test_probing_this_machine_never_crashes_and_finishes_in_time():
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "kb.cli", "doctor", "--json", "--timeout", "20"], cwd=ROOT,

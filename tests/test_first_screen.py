@@ -11,9 +11,9 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import pytest
 
 from browser import serve
-from conftest import ROOT, _build, checked_site
+from conftest import EXAMPLE_REPO as REPO
+from conftest import ROOT, checked_site
 
-REPO = "https://github.com/example/blackwell-kb"
 VIEWPORTS = [(1366, 900), (390, 844)]
 FIRST_SCREEN = {
     "error string": ".kb-head h1",
@@ -27,9 +27,10 @@ FIRST_SCREEN = {
 }
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("first") / "site", repo_url=REPO)
+@pytest.fixture
+def site(live_site_with_repo):
+    """The live site with Edit and Report links, built once per run (conftest)."""
+    return live_site_with_repo
 
 
 @pytest.fixture(scope="module")

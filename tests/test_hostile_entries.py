@@ -95,6 +95,7 @@ def test_the_corpus_names_its_rule_on_the_first_line():
 
 # --- files that are not what they seem (KB050, KB051) ---------------------------------------
 
+@pytest.mark.slow
 def test_link_to_dev_zero_is_refused_without_reading_it(tmp_path):
     folder = _folder(tmp_path)
     link = folder / "zero.yaml"
@@ -162,6 +163,7 @@ def test_a_link_to_a_folder_is_never_searched(tmp_path, capsys):
         assert SECRET not in "\n".join(out) + err
 
 
+@pytest.mark.slow
 def test_a_named_pipe_does_not_block(tmp_path):
     folder = _folder(tmp_path)
     fifo = folder / "pipe.yaml"
@@ -456,6 +458,7 @@ def test_other_scripts_digits_and_early_dates_are_refused(loc, value, message):
 
 # --- numbers and dates the pages can draw (KB052, KB034) ------------------------------------
 
+@pytest.mark.build
 def test_the_extreme_but_valid_record_passes_the_check_and_builds(tmp_path, capsys):
     folder = tmp_path / "entries"
     folder.mkdir()
@@ -577,6 +580,7 @@ def test_ticks_cover_the_values_in_order(a, b):
     assert ticks[0] <= min(a, b) and ticks[-1] >= max(a, b)
 
 
+@pytest.mark.slow
 @SITE_SETTINGS
 @given(series_rows(), NUMBERS, st.lists(DAYS, min_size=2, max_size=2).map(sorted), AS_OF)
 def test_the_site_renders_every_record_the_check_accepts(rows, single, days, as_of):

@@ -19,7 +19,7 @@ from kb.records import lint, prose, schema
 from kb.site.pages import string_url
 
 from browser import serve
-from conftest import FIXTURES, _build
+from conftest import FIXTURES, _build, builds_site
 
 HOSTILE = FIXTURES / "hostile" / "markdown"
 CASES = sorted(HOSTILE.glob("*.yaml"))
@@ -48,6 +48,7 @@ def test_check_refuses_each_case_with_file_line_field_and_code(case, capsys):
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def unchecked_site(tmp_path_factory):
     """The hostile folder built with the friendly Markdown rules switched off: only the
     renderer stands between the records and the reader."""

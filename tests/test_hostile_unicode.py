@@ -196,42 +196,55 @@ def _where(line: str) -> tuple[str, str, str, str]:
     return found.groups()
 
 
+def _signature_line(path: Path, index: int) -> str:
+    """The line of signatures[index]'s text in a fixture, as `kb check` should name it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = lines.index("signatures:")
+    texts = [n for n, line in enumerate(lines[start:], start + 1) if line.startswith("  - text:")]
+    return str(texts[index])
+
+
 def test_kb_check_reports_every_spoof_with_file_line_field_and_code(capsys):
     found = {_where(line) for line in _lines(SPOOF, capsys)}
     rel = os.path.relpath(SPOOF)
-    field = "signatures[0].text"
+
+    def at(name: str, index: int, code: str) -> tuple[str, str, str, str]:
+        return f"{rel}/{name}", _signature_line(SPOOF / name, index), f"signatures[{index}].text", code
+
     expected = {
-        (f"{rel}/spoof-zwsp.yaml", "16", field, "KB031"),
-        (f"{rel}/spoof-tag.yaml", "16", field, "KB031"),
+        at("spoof-zwsp.yaml", 0, "KB031"),
+        at("spoof-tag.yaml", 0, "KB031"),
         # A look-alike copy is reported as an exact copy would be: the first signature twice
         # (KB040), a line both cells fit (KB047), and the copy itself (KB041).
-        (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB040"),
-        (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB041"),
-        (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB047"),
-        (f"{rel}/spoof-cyrillic.yaml", "16", field, "KB063"),
-        (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB040"),
-        (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB041"),
-        (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB047"),
-        (f"{rel}/spoof-fullwidth.yaml", "16", field, "KB063"),
+        *(at(name, 0, code) for name in ("spoof-cyrillic.yaml", "spoof-fullwidth.yaml")
+          for code in ("KB040", "KB041", "KB047", "KB063")),
         # the original's PleOffload line is its second signature (its first is the hang, KB063)
-        (f"{rel}/ple-offload-hang-tp1.yaml", "16", "signatures[1].text", "KB047"),
+        at("ple-offload-hang-tp1.yaml", 1, "KB047"),
     }
     assert found == expected
 
 
-def test_each_spoof_file_names_its_rules_in_its_header():
-    for case in sorted(SPOOF.glob("spoof-*.yaml")):
+@pytest.fixture(scope="module")
+def spoof_check() -> list[str]:
+    """The lines the installed `kb check` prints for the spoof folder (run once: the same for every file)."""
+    return subprocess.run([str(Path(sys.executable).parent / "kb"), "check", str(SPOOF)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60).stdout.splitlines()
+
+
+def test_each_spoof_file_names_its_rules_in_its_header(spoof_check):
+    cases = sorted(SPOOF.glob("spoof-*.yaml"))
+    assert cases
+    for case in cases:
         header = case.read_text(encoding="utf-8").splitlines()[1]
         codes = set(re.findall(r"KB0\d\d", header))
-        lines = subprocess.run([str(Path(sys.executable).parent / "kb"), "check", str(SPOOF)], cwd=ROOT,
-                               capture_output=True, text=True, timeout=60).stdout.splitlines()
-        assert codes == {_where(line)[3] for line in lines if f"/{case.name}:" in line} - {"KB047"}, case.name
+        assert codes == {_where(line)[3] for line in spoof_check if f"/{case.name}:" in line} - {"KB047"}, case.name
 
 
 def test_the_copy_message_names_the_look_alike_and_the_original(capsys):
     lines = [line for line in _lines(SPOOF, capsys) if "spoof-cyrillic.yaml" in line and "[KB041]" in line]
     assert lines == [
-        f"{os.path.relpath(SPOOF)}/spoof-cyrillic.yaml:16: signatures[0].text: looks the same as "
+        f"{os.path.relpath(SPOOF)}/spoof-cyrillic.yaml:{_signature_line(SPOOF / 'spoof-cyrillic.yaml', 0)}: "
+        "signatures[0].text: looks the same as "
         "ple-offload-hang-tp1 signatures[1] but is written with look-alike characters (U+043E CYRILLIC SMALL "
         "LETTER O for 'o' at character 8): type the literal as the program prints it; two texts that look the "
         "same get pages that look the same (got 'PleOffl\u043ead: registered 1 PleOffloadLayer(s)') [KB041]"]

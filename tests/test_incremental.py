@@ -1,5 +1,7 @@
 """`kb build` over an earlier build of the same folder rewrites only the files whose content
-changed (kb.site.incremental), and what it leaves is byte for byte what a full build gives."""
+changed (kb.site.incremental), and what it leaves is byte for byte what a full build gives.
+Each test builds the three entries of tests/fixtures/site/ (a cell, a look-alike pair with a
+shared line, so listing, pointer and disambiguation pages are all there), several times."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ROOT, checked_site
+from conftest import FIXTURES, checked_site
 from kb.cli import main
 from kb.site import incremental
 
-CELL = "cutlass-fp4-gemm-per-call-workspace"
+pytestmark = pytest.mark.build  # every test builds a site, several times
+
+CELL = "mla-decode-fp8-kv-triton-shared-memory"
 ADDED = "incremental-test-added-cell"
 
 
@@ -48,10 +52,10 @@ def _add(entries):
 
 
 EDITS = {
-    "title": lambda e: _replace(e / f"{CELL}.yaml", "title: CUTLASS FP4 GEMM", "title: Edited CUTLASS FP4 GEMM"),
-    "symptom": lambda e: _replace(e / f"{CELL}.yaml", "symptoms: [performance]", "symptoms: [performance, hang]"),
-    "signature": lambda e: _replace(e / f"{CELL}.yaml", "text: allocator churn in the decode loop",
-                                    "text: allocator churn in every decode loop"),
+    "title": lambda e: _replace(e / f"{CELL}.yaml", "title: MLA decode", "title: Edited MLA decode"),
+    "symptom": lambda e: _replace(e / f"{CELL}.yaml", "symptoms: [crash]", "symptoms: [crash, hang]"),
+    "signature": lambda e: _replace(e / f"{CELL}.yaml", "text: _decode_grouped_att_m_fwd shared memory",
+                                    "text: _decode_grouped_att_m_fwd shared memory size"),
     "added cell": _add,
     "removed cell": lambda e: (e / f"{ADDED}.yaml").unlink(),
 }
@@ -59,7 +63,7 @@ EDITS = {
 
 @pytest.fixture
 def entries(tmp_path):
-    shutil.copytree(ROOT / "kb" / "entries", tmp_path / "entries")
+    shutil.copytree(FIXTURES / "site", tmp_path / "entries")
     return tmp_path / "entries"
 
 
@@ -82,7 +86,7 @@ def test_each_edit_rewrites_exactly_the_files_whose_bytes_change_and_equals_a_fu
         if name == "title":  # the cell's page shows it; pages that do not show the cell stay
             page = checked_site(entries).url(next(c for c in checked_site(entries).cells if c.id == CELL))
             assert f"{page}index.html" in changed
-            assert "Edited CUTLASS" in after[f"{page}index.html"][2].decode()
+            assert "Edited MLA decode" in after[f"{page}index.html"][2].decode()
             assert len(changed) < len(after) / 4
         if name == "removed cell":
             assert set(before) - set(after)  # its pages are gone
@@ -133,7 +137,7 @@ def test_a_state_file_committed_to_git_is_never_read(entries, tmp_path, capsys):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "add", path.name], check=True)
     assert incremental.load(site) is None
-    _replace(entries / f"{CELL}.yaml", "title: CUTLASS FP4 GEMM", "title: Edited CUTLASS FP4 GEMM")
+    EDITS["title"](entries)
     out = _build(capsys, entries, site)
     assert f"rebuilt {site} in place" not in out
     assert not any("alert(1)" in p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
@@ -146,7 +150,7 @@ def test_a_torn_or_foreign_state_file_means_a_full_build(entries, tmp_path, caps
     _build(capsys, entries, site)
     incremental.state_path(site).write_text(text, encoding="utf-8")
     assert incremental.load(site) is None
-    _replace(entries / f"{CELL}.yaml", "title: CUTLASS FP4 GEMM", "title: Edited CUTLASS FP4 GEMM")
+    EDITS["title"](entries)
     out = _build(capsys, entries, site)
     assert f"rebuilt {site} in place" not in out and f"pages into {site}" in out
     assert incremental.load(site) is not None

@@ -14,18 +14,35 @@ from urllib.parse import unquote
 import pytest
 
 from browser import search, serve
-from conftest import ROOT, checked_site
+from conftest import FIXTURES, ROOT, builds_site, checked_site
 from kb.cli import main
 from kb.site import index
 from kb.site.search import shard_of
 
-CELL = "cutlass-fp4-gemm-per-call-workspace"
-SMALL = 10  # pages per shard in these tests: the 24 and more cells make several shards
+# The edit tests build the three entries of tests/fixtures/site/ (several times each) and edit
+# this one's summary; the shards of the live site are tested on one build (`sharded`).
+CELL = "mla-decode-fp8-kv-triton-shared-memory"
+SMALL = 10  # pages per shard for the live site: its cells make several shards
+FEW = 2  # pages per shard for the fixtures' few searched pages: several shards too
 
 
-def _build(entries: Path, site: Path, *options: str) -> None:
+def _entries(tmp_path: Path) -> Path:
+    entries = tmp_path / "entries"
+    shutil.copytree(FIXTURES / "site", entries)
+    return entries
+
+
+def _mark_summary(entries: Path, mark: str) -> None:
+    """Put `mark` at the start of CELL's summary (a folded block: `summary: >-` then its lines)."""
+    path = entries / f"{CELL}.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "summary: >-\n  " in text
+    path.write_text(text.replace("summary: >-\n  ", f"summary: >-\n  {mark} ", 1), encoding="utf-8")
+
+
+def _build(entries: Path, site: Path, *options: str, shard_pages: int = SMALL) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index, "SHARD_PAGES", SMALL)
+        patch.setattr(index, "SHARD_PAGES", shard_pages)
         assert main(["build", "--preview", "-d", str(site), "--entries", str(entries), *options]) == 0
 
 
@@ -57,6 +74,7 @@ def _fragments(site: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def sharded(tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("sharded") / "site"
     _build(ROOT / "kb" / "entries", site)
@@ -122,20 +140,17 @@ def test_the_search_box_merges_every_shard(sharded, page):
         assert shown == every
 
 
+@pytest.mark.build
 def test_an_edit_indexes_only_the_shards_of_the_pages_it_changed(tmp_path, capsys):
-    entries = tmp_path / "entries"
-    shutil.copytree(ROOT / "kb" / "entries", entries)
+    entries = _entries(tmp_path)
     site, full = tmp_path / "site", tmp_path / "full"
-    _build(entries, site)
+    _build(entries, site, shard_pages=FEW)
     folders = _shards(site)
     files = {folder: _shard_files(site, folder) for folder in folders}
     pages = {url: (site / url.lstrip("/") / "index.html").read_bytes() for url in _fragments(site)}
-    path = entries / f"{CELL}.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace("summary: >-\n  FlashInfer's mm_fp4",
-                                                             "summary: >-\n  Edited: FlashInfer's mm_fp4", 1),
-                    encoding="utf-8")
+    _mark_summary(entries, "Edited:")
     capsys.readouterr()
-    _build(entries, site)
+    _build(entries, site, shard_pages=FEW)
     out = capsys.readouterr().out
     changed = {url for url, before in pages.items() if (site / url.lstrip("/") / "index.html").read_bytes() != before}
     touched = {folders[shard_of(url.lstrip("/"), len(folders))] for url in changed}
@@ -148,8 +163,8 @@ def test_an_edit_indexes_only_the_shards_of_the_pages_it_changed(tmp_path, capsy
             assert _shard_files(site, folder) == files[folder], folder  # the same files: not indexed again
     cell_url = checked_site(entries).url(next(c for c in checked_site(entries).cells if c.id == CELL))
     held = _fragments(site)
-    assert "Edited: FlashInfer" in held["/" + cell_url]["content"]
-    _build(entries, full, "--full")
+    assert "Edited: Serving" in held["/" + cell_url]["content"]
+    _build(entries, full, "--full", shard_pages=FEW)
     assert held == _fragments(full)
 
 
@@ -164,52 +179,46 @@ def test_a_site_without_searched_pages_has_an_index_without_shards(tmp_path, pag
         assert "unavailable" not in page.locator(".kb-search__status").inner_text()
 
 
+@pytest.mark.build
 def test_an_index_stopped_by_the_next_edit_is_made_by_the_next_build(tmp_path, capsys):
     """kb serve stops the index of a rebuild when another edit is saved meanwhile: the pages are
     in place, the index is left as it was, and the next rebuild indexes the pages of both edits."""
     from kb.site import build
 
-    entries = tmp_path / "entries"
-    shutil.copytree(ROOT / "kb" / "entries", entries)
+    entries = _entries(tmp_path)
     site, full = tmp_path / "site", tmp_path / "full"
-    _build(entries, site)
+    _build(entries, site, shard_pages=FEW)
     held = _fragments(site)
-    path = entries / f"{CELL}.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace("summary: >-\n  FlashInfer's mm_fp4",
-                                                             "summary: >-\n  First: FlashInfer's mm_fp4", 1),
-                    encoding="utf-8")
+    _mark_summary(entries, "First:")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index, "SHARD_PAGES", SMALL)
+        patch.setattr(index, "SHARD_PAGES", FEW)
         assert build.build(site, entries, superseded=lambda: True) == 0
     assert "the search index is left to the next build" in capsys.readouterr().out
     cell_url = "/" + checked_site(entries).url(next(c for c in checked_site(entries).cells if c.id == CELL))
-    assert "First: FlashInfer" in (site / cell_url.lstrip("/") / "index.html").read_text(encoding="utf-8")
+    assert "First: Serving" in (site / cell_url.lstrip("/") / "index.html").read_text(encoding="utf-8")
     assert _fragments(site) == held  # the old index, whole
-    other = next(p for p in sorted(entries.glob("*.yaml")) if p.name != path.name)
+    other = next(p for p in sorted(entries.glob("*.yaml")) if p.stem != CELL)
     other.write_text(other.read_text(encoding="utf-8").replace("title: ", "title: Second edit of ", 1), encoding="utf-8")
-    _build(entries, site)
+    _build(entries, site, shard_pages=FEW)
     assert "in place" in capsys.readouterr().out
-    _build(entries, full, "--full")
+    _build(entries, full, "--full", shard_pages=FEW)
     assert _fragments(site) == _fragments(full)
-    assert "First: FlashInfer" in _fragments(site)[cell_url]["content"]
+    assert "First: Serving" in _fragments(site)[cell_url]["content"]
 
 
+@pytest.mark.build
 def test_a_link_put_into_the_index_is_not_carried_into_the_next_one(tmp_path):
     """Shards taken over from the previous index are linked file by file; a symbolic link found
     there (to a private file) is neither followed nor kept."""
-    entries = tmp_path / "entries"
-    shutil.copytree(ROOT / "kb" / "entries", entries)
+    entries = _entries(tmp_path)
     site = tmp_path / "site"
-    _build(entries, site)
+    _build(entries, site, shard_pages=FEW)
     secret = tmp_path / "secret.txt"
     secret.write_text("not for the site", encoding="utf-8")
     for folder in _shards(site):
         (site / "pagefind" / folder / "fragment" / "planted.pf_fragment").symlink_to(secret)
-    path = entries / f"{CELL}.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace("summary: >-\n  FlashInfer's mm_fp4",
-                                                             "summary: >-\n  Edited: FlashInfer's mm_fp4", 1),
-                    encoding="utf-8")
-    _build(entries, site)
+    _mark_summary(entries, "Edited:")
+    _build(entries, site, shard_pages=FEW)
     files = list((site / "pagefind").rglob("*"))
     assert not [p for p in files if p.is_symlink() or p.name == "planted.pf_fragment"]
     assert not [p for p in files if p.is_file() and b"not for the site" in p.read_bytes()]

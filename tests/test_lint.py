@@ -208,6 +208,7 @@ def test_loader_never_constructs_objects():
     assert loaded.problems[0].got is MISSING
 
 
+@pytest.mark.slow
 def test_checking_on_every_core_gives_the_same_answer_as_one_process(monkeypatch):
     """Past PARALLEL_FROM files the parse and validation run in worker processes: same cells,
     same problems (file, line, field, message), same order."""

@@ -35,6 +35,7 @@ def _segments_short(site_dir: Path) -> None:
             assert len(part.encode("utf-8")) <= 100, path
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("name", ["long-gpu-name.yaml", "long-upstream-repo.yaml"])
 def test_a_long_gpu_name_or_repository_passes_the_check_and_builds(tmp_path, capsys, name):
     folder = tmp_path / "entries"
@@ -75,6 +76,7 @@ def test_a_url_segment_over_100_bytes_is_refused_by_check_and_build(tmp_path, ca
     assert not site.exists()
 
 
+@pytest.mark.build
 def test_an_os_error_in_the_build_is_a_message_naming_the_file(tmp_path, capsys, monkeypatch):
     """With the old unbounded facet key (and the KB075 check switched off), the engine meets a name
     too long for the file system: one line naming it, exit 1, the site left as it was."""

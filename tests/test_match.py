@@ -3,6 +3,7 @@ tests/test_twins_node.py, a few through the page here); the engine is safe."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -32,14 +33,38 @@ def matcher() -> match.Matcher:
     return match.Matcher(match.rules(lint.check([ROOT / "kb" / "entries"]).cells))
 
 
+def kb_match_in_process(text: bytes, *args: str) -> tuple[int, str]:
+    """`kb match ARGS -` run by kb.cli.main in this interpreter (no start-up per call): exit
+    status and stdout. test_kb_match_in_process_prints_what_the_command_prints keeps it honest."""
+    from kb.cli import main
+
+    stdout = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ROOT)
+        patch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text), encoding="utf-8"))
+        with contextlib.redirect_stdout(stdout):
+            code = main(["match", *args, "-"])
+    return code, stdout.getvalue()
+
+
 @pytest.fixture(scope="module")
 def cli_results() -> dict[str, list[dict]]:
     out = {}
     for vector in VECTORS:
-        done = kb_match("\n".join(vector["log"]).encode("utf-8"), "--json")
-        assert done.returncode == (0 if vector["first"] else 1), done.stderr
-        out[vector["name"]] = json.loads(done.stdout)
+        code, stdout = kb_match_in_process("\n".join(vector["log"]).encode("utf-8"), "--json")
+        assert code == (0 if vector["first"] else 1), vector["name"]
+        out[vector["name"]] = json.loads(stdout)
     return out
+
+
+@pytest.mark.parametrize("vector", [next(v for v in VECTORS if v["first"]), next(v for v in VECTORS if not v["first"])],
+                         ids=["a-match", "no-match"])
+def test_kb_match_in_process_prints_what_the_command_prints(vector, cli_results):
+    """The vectors run through kb.cli.main in process; the `kb match` command, one vector that
+    matches and one that does not, prints the same JSON with the same exit status."""
+    done = kb_match("\n".join(vector["log"]).encode("utf-8"), "--json")
+    assert done.returncode == (0 if vector["first"] else 1), done.stderr
+    assert json.loads(done.stdout) == cli_results[vector["name"]]
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
@@ -87,22 +112,14 @@ NO_MATCH_LOG = ["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0
                 "RuntimeError: something nobody has seen before"]
 
 
-@pytest.fixture(scope="module")
-def site_with_repo(tmp_path_factory):
-    from conftest import _build
-
-    return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("repo") / "site",
-                  repo_url="https://github.com/example/blackwell-kb")
-
-
-def test_triage_builds_the_same_new_cell_request_as_kb_match(site_with_repo, page):
+def test_triage_builds_the_same_new_cell_request_as_kb_match(live_site_with_repo, page):
     """No match: the page shows, editable, exactly the text `kb match` prints, and a link that
     opens the new-cell issue form with its fields filled from the text as the reader edited it."""
     from urllib.parse import parse_qs, urlsplit
 
     from kb.triage.request import new_failure_text
 
-    with serve(site_with_repo) as base:
+    with serve(live_site_with_repo) as base:
         page.goto(base + "triage/")
         page.fill("#kb-triage-log", "\n".join(NO_MATCH_LOG))
         page.click("#kb-triage-run")

@@ -212,6 +212,7 @@ def random_log(rule_list: list[match.SignatureRule], seed: int, lines: int) -> b
     return b"\n".join(out) + (b"\n" if rng.random() < 0.5 else b"")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), lines=st.integers(0, 60))
 def test_block_scan_agrees_with_reading_every_line(seed, lines):
@@ -224,6 +225,7 @@ def test_block_scan_agrees_with_reading_every_line(seed, lines):
     assert scanned(rules, log, **TINY) == expected
 
 
+@pytest.mark.slow
 def test_block_scan_agrees_on_a_log_of_many_blocks(rules):
     """Megabytes: many reads and blocks at the real sizes, and words traded along the way."""
     rng = random.Random(15)
@@ -236,6 +238,7 @@ def test_block_scan_agrees_on_a_log_of_many_blocks(rules):
     assert scanned(rules, log, CHUNK=match.BLOCK + 1000, WASTE=8) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("constants", [{}, TINY], ids=["real", "tiny"])
 def test_unicode_lower_case_letters_find_their_rule(rules, constants):
     """A line whose words are there only in Unicode's lower case (here `kernel` spelt with a
@@ -249,6 +252,7 @@ def test_unicode_lower_case_letters_find_their_rule(rules, constants):
     assert scanned(rules, log, **constants) == expected
 
 
+@pytest.mark.slow
 def test_a_noisy_word_is_given_up(rules):
     """Thousands of sensor lines holding `temperature` (the anchor of a symptom) cost the scan
     WASTE confirmations, not one per line: the symptom's lines are then looked for by `different`,

@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from markupsafe import escape
 
 from browser import serve
@@ -303,6 +304,7 @@ def test_crowded_grid_cells_show_counts_and_link_their_listing(monkeypatch):
                 assert "No failure recorded here." in listing
 
 
+@pytest.mark.slow
 def test_gpu_names_in_no_column_link_their_listing():
     site = _site(LIVE)
     body = _pages(site)[matrix.URL].body
@@ -404,6 +406,7 @@ def test_pages_are_deterministic():
         assert first[url].body == second[url].body
 
 
+@pytest.mark.slow
 def test_a_limit_is_drawn_across_the_chart_at_its_value():
     """The 101,376-byte limit of the MLA decode cell: a dashed line at that value (read back from
     the axis), labelled, inside the axis range even when every bar is below it; the chart's name,

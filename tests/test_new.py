@@ -171,6 +171,7 @@ def test_filled_skeleton_without_link_lints_clean(tmp_path):
     assert lint.check([path]).problems == []
 
 
+@pytest.mark.slow
 def test_skeleton_in_the_live_entries_lints_like_the_rest(tmp_path):
     entries = tmp_path / "entries"
     shutil.copytree(LIVE, entries)
@@ -221,6 +222,7 @@ def test_awkward_strings_are_written_exactly(tmp_path, text):
     assert entry.signatures[0].text == text
 
 
+@pytest.mark.slow
 def test_look_alike_cells_are_pre_filled_as_related(tmp_path, capsys):
     entries = tmp_path / "entries"
     shutil.copytree(LIVE, entries)

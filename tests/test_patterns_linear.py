@@ -64,6 +64,7 @@ def _line(shape: list[str], n: int) -> str:
 
 # --- the reported pattern ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_reported_pattern_is_refused_by_kb_check_without_hanging(tmp_path):
     """The pattern of the report, beside a second cell whose literal text is the line that made
     KB047 hang: `kb check` names the file, line, field and rule at once."""
@@ -135,6 +136,7 @@ def _templates() -> list[tuple[str, str]]:
         [(case["text"], case["match"]) for case in CASES["adversarial"]]
 
 
+@pytest.mark.slow
 def test_atomic_matching_means_what_backtracking_matching_means():
     """For every accepted pattern, atomic placeholders change no answer: random lines made of the
     pattern's own literal pieces and of characters every placeholder reads."""
@@ -219,12 +221,14 @@ def python_results(targets) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_python_matching_time_is_linear_in_the_line(python_results):
     slow = [(source, shape, [f"{t:.4f}" for t in times], why) for (source, shape), (times, _) in python_results.items()
             if (why := _growth_problem(times))]
     assert slow == []
 
 
+@pytest.mark.slow
 def test_kb_match_time_is_linear_in_the_line(targets):
     """The whole of `kb match` (prefilter, windows, normalisation) on one hostile line per shape."""
     matcher = match.Matcher([rule for rule, _ in targets])

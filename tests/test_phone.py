@@ -17,9 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from browser import serve
-from conftest import ROOT, _build, checked_site
+from conftest import ROOT, checked_site
 
-REPO = "https://github.com/example/blackwell-kb"
 VIEWPORTS = [(320, 640), (390, 844)]
 MEASURED = "mla-decode-fp8-kv-triton-shared-memory"  # its measurement table was 347 px wide at 320
 
@@ -37,9 +36,10 @@ TARGETS = [
 CONTENT_LINKS = ".md-content article :is(p, li, td, dd) > a:not(.md-button, [aria-current])"  # the current page is boxed
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("phone") / "site", repo_url=REPO)
+@pytest.fixture
+def site(live_site_with_repo):
+    """The live site with Edit and Report links, built once per run (conftest)."""
+    return live_site_with_repo
 
 
 @pytest.fixture(scope="module")

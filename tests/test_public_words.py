@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from browser import serve
-from conftest import ROOT, _build
+from conftest import ROOT
 from kb.records.lint import prose_field
 
 ENTRIES = ROOT / "kb" / "entries"
@@ -103,10 +103,10 @@ def _literals(data, loc=()):
         yield data
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    return _build(ROOT / "kb" / "entries", tmp_path_factory.mktemp("words") / "site",
-                  repo_url="https://github.com/example/blackwell-kb")
+@pytest.fixture
+def site(live_site_with_repo):
+    """The live site with Edit and Report links, built once per run (conftest)."""
+    return live_site_with_repo
 
 
 def test_the_exempt_pages_exist(site):

@@ -536,6 +536,7 @@ def test_a_layout_ruamel_cannot_keep_is_not_written(github, entries, capsys):
     assert snapshot(entries) == before  # the other file is not written either
 
 
+@pytest.mark.slow
 def test_every_loadable_entry_round_trips_byte_for_byte():
     """What --write relies on: an unchanged file comes back from ruamel.yaml as it was."""
     paths = sorted((ROOT / "kb" / "entries").glob("*.yaml"))
@@ -1020,6 +1021,7 @@ class Trickle:
         self.listener.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["headers", "body"])
 def test_a_trickling_server_is_cut_off_at_the_deadline(entries, capsys, what):
     server = Trickle(what)

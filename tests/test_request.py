@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from browser import serve
-from conftest import FIXTURES, ROOT, _build
+from conftest import FIXTURES, ROOT, _build, builds_site
 from kb.triage import request
 
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "request.json").read_text(encoding="utf-8"))["vectors"]
@@ -93,6 +93,7 @@ def test_kb_match_prints_the_title_and_the_redacted_request(tmp_path):
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def small_site(tmp_path_factory):
     entries = tmp_path_factory.mktemp("entries") / "entries"
     entries.mkdir()

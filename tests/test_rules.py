@@ -488,6 +488,7 @@ def test_kb046_ignores_literal_signatures_and_lower_case(tmp_path):
     assert _found(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_new_rules_hold_on_the_live_entries():
     """KB046-KB049 on kb/entries/ (the full clean check is in test_lint)."""
     problems = lint.check([ROOT / "kb" / "entries"]).problems
@@ -521,6 +522,7 @@ def _brute_force_pairs(cells):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", [ROOT / "kb" / "entries", FIXTURES / "site"], ids=["live", "site-fixture"])
 def test_kb047_index_finds_what_comparing_every_pair_finds(folder):
     import dataclasses

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, builds_site
 from kb.records import ids, lint
 from kb.records.catalog import PER_PAGE, facet_url, paged_url
 from kb.site import freshness, matrix
@@ -36,6 +36,9 @@ HREF = re.compile(r'href="([^"#]*)(?:#[^"]*)?"')
 GROWTH = 1.2  # the largest page of a kind at N = 1,000 against N = 100
 SLACK = 1024  # bytes: a longer title or number here and there
 CELL_PAGE_LIMIT = 40_000  # bytes of HTML, theme included (#12)
+
+# Synthetic folders of hundreds of entries, checked, rendered and indexed: minutes, not seconds.
+pytestmark = pytest.mark.slow
 
 
 def kind(page) -> str:
@@ -91,6 +94,7 @@ def listed(synthetic):
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def small_site(synthetic, tmp_path_factory) -> Path:
     from kb.site import build
 

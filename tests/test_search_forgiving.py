@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import pytest
 
 from browser import search, serve
-from conftest import ROOT, checked_site
+from conftest import ROOT, builds_site, checked_site
 from kb.records.catalog import string_url
 from kb.records.facets import LIFECYCLE, STATUS_NAMES
 from kb.site import search as kb_search
@@ -249,6 +249,7 @@ def test_literals_json_holds_every_string_once_with_its_page_and_filters(live_si
     assert data["normalise"][: len(kb_search.normalise.RULES)] == kb_search.normalise.export()
 
 
+@pytest.mark.slow
 def test_many_literals_are_sharded_by_word_and_a_query_finds_each_in_the_shards_it_fetches(synthetic):
     """Past one small file, a literal is filed under each of its uncommon words (or the pair key
     of its words when all are common), and the shards the search box fetches for the literal
@@ -288,6 +289,7 @@ def test_python_mirror_of_the_search_forms_strips_what_varies():
 
 
 @pytest.fixture(scope="module")
+@builds_site
 def synthetic_site(synthetic, tmp_path_factory):
     from conftest import _build
 

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from browser import free_port, search
-from conftest import FIXTURES, ROOT, checked_site
+from conftest import FIXTURES, ROOT, builds_site, checked_site
 
 
 @pytest.fixture
+@builds_site
 def served(tmp_path):
     """`kb serve` of a copy of the site fixture: (base URL, entries folder, site folder, output file)."""
     entries = tmp_path / "entries"
@@ -183,6 +184,7 @@ def test_malformed_requests_get_400_and_links_out_of_the_site_404(preview):
     assert _ask(preview, "/")[0] == 200  # the server still answers
 
 
+@pytest.mark.slow
 def test_reload_requests_beyond_the_cap_are_answered_at_once(tmp_path, monkeypatch):
     """Each waiting reload request holds a thread; past MAX_WAITING of them a request is answered
     at once with the current version instead of being held (attack review L1)."""

@@ -13,6 +13,8 @@ from kb.site.page import Page
 
 SITE_URL = "https://example.org/kb/"
 
+pytestmark = pytest.mark.build  # each test builds sites
+
 
 def _sitemap(text: str) -> list[tuple[str, str]]:
     return sorted(re.findall(r"<url>\s*<loc>([^<]*)</loc>\s*(?:<lastmod>([^<]*)</lastmod>)?", text))

@@ -89,6 +89,7 @@ def _target_file(site_dir: Path, page: Path, href: str) -> Path:
     return target
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("which", ["live_site", "fixture_site"])
 def test_every_internal_link_and_anchor_resolves(which, request):
     site_dir = request.getfixturevalue(which)

@@ -70,6 +70,7 @@ def test_stack_vectors_in_python():
         assert verdict.on_stack(vector["cell"], vector["facts"]) == (vector["verdict"], vector["why"]), vector["name"]
 
 
+@pytest.mark.slow
 def test_stack_data_is_deterministic_and_holds_every_cell():
     first, again = stack.data(SITE), stack.data(checked_site(ROOT / "kb" / "entries"))
     assert first == again

@@ -41,6 +41,7 @@ def test_a_generic_line_never_applies_without_an_architecture():
     assert verdict.decide(cell, facts, specific=False)[0] == "unknown"
 
 
+@pytest.mark.slow
 def test_scope_is_what_the_record_says():
     from kb.records import lint
 
@@ -59,6 +60,7 @@ def _kb_match(path, *args):
     return done.stdout
 
 
+@pytest.mark.slow
 def test_kb_match_names_the_line_that_rules_a_cell_out():
     """A V100 log printing a generic line: the cell stays listed, ruled out by the log's SM_700."""
     hits = json.loads(_kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--json"))

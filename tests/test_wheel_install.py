@@ -28,6 +28,9 @@ VECTORS = json.loads((ROOT / "tests" / "vectors" / "match.json").read_text(encod
 VECTOR = next(v for v in VECTORS if v["first"])  # a log whose first cell the vectors name
 SITE_EXTRA = {"mkdocs", "mkdocs-material", "jinja2", "pagefind", "pagefind-bin", "nh3", "markdown"}
 
+# Builds the wheel and installs it into fresh venvs (one per test module): tens of seconds.
+pytestmark = pytest.mark.slow
+
 
 def _normal(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
