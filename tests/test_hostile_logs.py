@@ -88,6 +88,7 @@ def test_every_fact_and_request_rule_is_linear_in_the_line(name, regex, example)
     assert not problems, f"{name} ({regex.pattern}) is not linear:\n" + "\n".join(problems[:5])
 
 
+@pytest.mark.slow
 def test_crafted_logs_cost_a_small_multiple_of_real_logs():
     """Side by side in one run: each crafted log of the review against the real logs of the corpus,
     both 256 KiB (the review measured 36-200x; now about 1-4x)."""
@@ -129,6 +130,7 @@ process.stdout.write(JSON.stringify(out));
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_the_pages_matcher_costs_a_small_multiple_of_real_logs_too():
     import hostile_logs
 
