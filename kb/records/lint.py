@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from kb import ENTRIES  # noqa: F401 (ENTRIES: lint.ENTRIES for callers)
 from kb.cache import CHECK_MODULES, CHECK_PACKAGES, code_fingerprint, fingerprint
-from kb.records import cause, confusables, facets, patterns
+from kb.records import cause, confusables, facets, patterns, reproduction
 from kb.records.load import Loaded, dotted, load, not_regular, parse, read
 from kb.records.normalise import normalise
 from kb.records.problems import MISSING, Problem
@@ -31,7 +31,8 @@ from kb.schema import ID_PATTERN, Cell, Entry
 
 
 # What a check's answer depends on: kb.cache's list and the look-alike table the linter compares with.
-LINT_MODULES = CHECK_MODULES + ["kb.records.confusables", "kb.records.cause"]
+# The reproductions' model is part of the schema, and so of each file's cached validation.
+LINT_MODULES = CHECK_MODULES + ["kb.records.confusables", "kb.records.cause", "kb.records.reproduction"]
 
 
 @dataclass
@@ -202,7 +203,9 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
     problems.extend(_fix_versions(cells))
     problems.extend(_evidence_in_record(cells))
     problems.extend(_one_spelling(cells))
+    pins = reproduction.locked()
     for cell in cells:
+        problems.extend(reproduction.problems(cell, pins))
         problems.extend(_harmless_headline(cell))
         problems.extend(_cause_line(cell))
     return problems

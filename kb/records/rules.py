@@ -36,6 +36,25 @@ _FIX_A = (f"status: {{state: fixed-release, as_of: 2026-10, source: '{_FIX_PR}'}
           f"components: [{{package: flashinfer, role: raises, fixed_by: '{_FIX_PR}', fixed_in: 0.6.18}}]\n"
           f"upstream: [{{kind: pr, url: '{_FIX_PR}', state: merged, as_of: 2026-10}}]\n")
 
+_CVT_SIG = "signatures: [{text: \"Instruction 'cvt with .e2m1x2' not supported on .target 'sm_120'\", kind: log-line}]\n"
+_CVT_OUT = "ptxas cvt-e2m1x2-sm120.ptx, line 9; error   : Instruction 'cvt with .e2m1x2' not supported on .target 'sm_120'"
+
+
+def _cvt_repro(first_line: str) -> str:
+    """A reproduction of the cvt e2m1x2 refusal (kb/repro/inputs/cvt-e2m1x2-sm120.ptx) that printed `first_line`."""
+    return ("reproductions:\n"
+            "  - install: {package: nvidia-cuda-nvcc-cu12, version: 12.8.93}\n"
+            "    run: {tool: ptxas, input: cvt-e2m1x2-sm120.ptx, args: [-arch=sm_120]}\n"
+            "    printed:\n"
+            "      tool_version: Cuda compilation tools, release 12.8, V12.8.93\n"
+            "      date: 2026-12-05\n"
+            "      machine: Debian GNU/Linux 12 (bookworm), x86_64\n"
+            "      exit: 255\n"
+            "      output: |\n"
+            f"        {first_line}\n"
+            "        ptxas fatal   : Ptx assembly aborted due to errors")
+
+
 RULES = {rule.code: rule for rule in [
     Rule("KB001", "utf8", "An entry file is readable UTF-8 text.",
          good="# the file saved as UTF-8\ntitle: Décodage MLA fails on GB10",
@@ -270,6 +289,13 @@ RULES = {rule.code: rule for rule in [
     Rule("KB082", "no-internal-words", "The prose a page shows (title, summary, mechanism, notes, remedies, claims, GPU names, measurement labels) never says 'cell' or 'seed' or names a record field (`fixed_in`, `as_of`, `claims[3].as_of`), the index's own words: a reader sees an entry about a failure (on the matrix a cell is a square of the grid), a claim from `source: seed` is shown as an unpublished report, and a field is said in words (the first fixed release, the day it was read). Signature texts, evidence terms and link titles are literal upstream strings and are not read.",
          good="summary: Serving an MLA model with an fp8 KV cache dies on the first decoded token; the linked entry is the cuDNN failure an unpublished report describes.",
          bad="summary: Serving an MLA model with an fp8 KV cache dies on the first decoded token; the linked cell is the cuDNN failure the seed describes."),
+    # Reproductions (kb.records.reproduction): what `kb repro` re-runs.
+    Rule("KB090", "reproduction-shows-literal", "A reproduction records what its run printed (`kb repro --write ID` records it), and that output shows one of the entry's signatures, each line compared as kb match compares it (normalised, the match pattern applied).",
+         good=_CVT_SIG + _cvt_repro(_CVT_OUT),
+         bad=_CVT_SIG + _cvt_repro("ptxas cvt-e2m1x2-sm120.ptx, line 9; error   : Feature 'cvt.e2m1x2.f32' not supported on .target 'sm_120'")),
+    Rule("KB091", "reproduction-pinned", "A reproduction can be re-run as recorded: its release is pinned in kb/repro/tools.lock, its input is a file in kb/repro/inputs/, the version line it recorded names that release, and the release lies in the affected range of the entry's component the tool belongs to (cuda, cuda-toolkit for ptxas), where one is given.",
+         good=_CVT_SIG + "components: [{package: cuda-toolkit, role: raises, affected: '>=12.8,<13.1'}]\n" + _cvt_repro(_CVT_OUT),
+         bad=_CVT_SIG + "components: [{package: cuda-toolkit, role: raises, affected: '<12.8'}]\n" + _cvt_repro(_CVT_OUT)),
     Rule("KB052", "number-range", "A measured number is 0 or between 1e-9 and 1e15 in size (what a chart can draw), written in a unit that keeps it there.",
          good="measurements:\n  - {quantity: Gap between kernel launches, unit: ns, value: 0.25,\n"
               f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",
