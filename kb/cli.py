@@ -291,6 +291,32 @@ def _refresh(args) -> int:
     return command.main(args)
 
 
+# --- kb repro (kb.repro.run): re-run the entries' reproductions ---------------------------------
+
+def _repro(args) -> int:
+    from kb.repro import run
+
+    return run.main(args)
+
+
+def _add_repro(sub) -> None:
+    p = sub.add_parser(
+        "repro", help="re-run the entries' reproductions and compare what they print with the record "
+        "(exit 0 same, 1 differs, 2 errors)",
+        description="Install each reproduction's pinned tool release into a per-user cache ($XDG_CACHE_HOME or "
+        "~/.cache, blackwell-serving-kb/repro/), run it on its input in a temporary folder and compare what it "
+        "prints with the recorded output and the entry's signatures (normalised as kb match does). One line per "
+        "reproduction, ok or differs with the difference below it.")
+    p.add_argument("ids", nargs="*", metavar="ID", help="entries to reproduce (default: every entry that has one)")
+    p.add_argument("--write", action="store_true", help="record the runs that differ in their entry files "
+                   "(only the reproductions block changes; each file is replaced whole)")
+    p.add_argument("--wheelhouse", metavar="DIR", help="install the tools from the wheels in DIR, offline, "
+                   "instead of from the package index")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds each run may take (default: 60)")
+    p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
+    p.set_defaults(run=_repro)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="kb", description="Blackwell serving-failure knowledge base")
     top.add_argument("--version", action=_VersionAction,
@@ -400,6 +426,8 @@ def parser() -> argparse.ArgumentParser:
                    help="ETag cache for conditional requests (default: .cache/kb/github-etags.json; safe to delete)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the ETag cache")
     p.set_defaults(run=_refresh)
+
+    _add_repro(sub)
     return top
 
 

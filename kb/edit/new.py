@@ -415,6 +415,9 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         "# The day the cell is first published, and the day it last changed.",
         f"published: {today}",
         f"updated: {today}",
+        "# Runs anyone can repeat without a Blackwell GPU (CONTRIBUTING.md, \"Adding a reproduction\"):",
+        "# write install and run, then `kb repro --write ID` records what it printed. Last in the file.",
+        "reproductions: []",
     ]
     return "\n".join(lines) + "\n"
 

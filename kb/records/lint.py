@@ -19,7 +19,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from kb.cache import code_fingerprint, fingerprint
-from kb.records import cause, confusables, facets, patterns
+from kb.records import cause, confusables, facets, patterns, reproduction
 from kb.records.load import Loaded, dotted, load, not_regular, parse, read
 from kb.records.normalise import normalise
 from kb.records.problems import MISSING, Problem
@@ -197,7 +197,9 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
     problems.extend(_fix_versions(cells))
     problems.extend(_evidence_in_record(cells))
     problems.extend(_one_spelling(cells))
+    pins = reproduction.locked()
     for cell in cells:
+        problems.extend(reproduction.problems(cell, pins))
         problems.extend(_harmless_headline(cell))
         problems.extend(_cause_line(cell))
     return problems

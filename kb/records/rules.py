@@ -43,6 +43,25 @@ _FIX_A = (f"status: {{state: fixed-release, as_of: 2026-10, source: '{_FIX_PR}'}
           f"components: [{{package: flashinfer, role: raises, fixed_by: '{_FIX_PR}', fixed_in: 0.6.18}}]\n"
           f"upstream: [{{kind: pr, url: '{_FIX_PR}', state: merged, as_of: 2026-10}}]\n")
 
+_CVT_SIG = "signatures: [{text: \"Instruction 'cvt with .e2m1x2' not supported on .target 'sm_120'\", kind: log-line}]\n"
+_CVT_OUT = "ptxas cvt-e2m1x2-sm120.ptx, line 9; error   : Instruction 'cvt with .e2m1x2' not supported on .target 'sm_120'"
+
+
+def _cvt_repro(first_line: str) -> str:
+    """A reproduction of the cvt e2m1x2 refusal (kb/repro/inputs/cvt-e2m1x2-sm120.ptx) that printed `first_line`."""
+    return ("reproductions:\n"
+            "  - install: {package: nvidia-cuda-nvcc-cu12, version: 12.8.93}\n"
+            "    run: {tool: ptxas, input: cvt-e2m1x2-sm120.ptx, args: [-arch=sm_120]}\n"
+            "    printed:\n"
+            "      tool_version: Cuda compilation tools, release 12.8, V12.8.93\n"
+            "      date: 2026-12-05\n"
+            "      machine: Debian GNU/Linux 12 (bookworm), x86_64\n"
+            "      exit: 255\n"
+            "      output: |\n"
+            f"        {first_line}\n"
+            "        ptxas fatal   : Ptx assembly aborted due to errors")
+
+
 RULES = {rule.code: rule for rule in [
     RuleDoc("KB001", "utf8", "An entry file is readable UTF-8 text.",
             good="# the file saved as UTF-8\ntitle: Décodage MLA fails on GB10",
@@ -285,6 +304,13 @@ RULES = {rule.code: rule for rule in [
                  f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}",
             bad="measurements:\n  - {quantity: Gap between kernel launches, unit: s, value: 2.5e-10,\n"
                 f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}"),
+    # Reproductions (kb.records.reproduction): what `kb repro` re-runs.
+    RuleDoc("KB090", "reproduction-shows-literal", "A reproduction records what its run printed (`kb repro --write ID` records it), and that output shows one of the entry's signatures, each line compared as kb match compares it (normalised, the match pattern applied).",
+         good=_CVT_SIG + _cvt_repro(_CVT_OUT),
+         bad=_CVT_SIG + _cvt_repro("ptxas cvt-e2m1x2-sm120.ptx, line 9; error   : Feature 'cvt.e2m1x2.f32' not supported on .target 'sm_120'")),
+    RuleDoc("KB091", "reproduction-pinned", "A reproduction can be re-run as recorded: its release is pinned in kb/repro/tools.lock, its input is a file in kb/repro/inputs/, the version line it recorded names that release, and the release lies in the affected range of the entry's component the tool belongs to (cuda, cuda-toolkit for ptxas), where one is given.",
+         good=_CVT_SIG + "components: [{package: cuda-toolkit, role: raises, affected: '>=12.8,<13.1'}]\n" + _cvt_repro(_CVT_OUT),
+         bad=_CVT_SIG + "components: [{package: cuda-toolkit, role: raises, affected: '<12.8'}]\n" + _cvt_repro(_CVT_OUT)),
 ]}
 
 

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from pydantic_core import PydanticCustomError
 
 from kb.records import facets, patterns
+from kb.records.reproduction import Reproduction
 
 # Whole-value patterns. In Python's `re`, `$` also matches before a trailing newline, so every
 # `re` pattern here is applied with `fullmatch` and written without `^...$`; digits are spelled
@@ -544,6 +545,7 @@ class Entry(Record):
     related: list[Related] = Field(default=[], max_length=40)
     published: FullDate
     updated: FullDate
+    reproductions: list[Reproduction] = Field(default=[], max_length=10)
 
     @field_validator("updated")
     @classmethod

@@ -3,13 +3,11 @@ changes nothing else in the file (checked line by line), and the atomic replacem
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime as dt
 import io
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from kb.edit.refresh.records import EntryFile
@@ -108,16 +106,8 @@ def rewrite(record: EntryFile, changes: dict[int, dict[str, str]]) -> bytes:
 
 
 def replace(path: Path, data: bytes, mode: int) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and one rename."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    """Write `data` to `path` through a temporary file in the same folder and one rename, never
+    through a symbolic link (kb.records.files.write_regular)."""
+    from kb.records.files import write_regular
+
+    write_regular(path, data, mode)

@@ -1,0 +1,199 @@
+"""Stage 2-3, validate and lint: an entry's reproductions, evidence anyone can re-run on a CPU machine.
+
+A reproduction is data: what to install (one release of a tool package, hash-pinned in
+`kb/repro/tools.lock`), what to run (a small input kept in `kb/repro/inputs/` and the tool's
+options) and what it printed (verbatim, with the tool's version line, the date and the machine).
+`kb repro` (kb.repro.run) runs them; this module holds the model the entry schema embeds and
+the two lint rules on it (KB090, KB091), handed to `kb.records.lint`.
+
+The model does not import `kb.records.schema` at load time: the schema imports this module for its
+`reproductions` field, so the shared validators are fetched when a value is checked.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from kb.records import patterns
+from kb.records.load import dotted
+from kb.records.normalise import normalise
+from kb.records.problems import MISSING, Problem
+
+REPRO = Path(__file__).resolve().parent.parent / "repro"  # the lock and the inputs, in the checkout or the wheel
+LOCK = REPRO / "tools.lock"
+INPUTS = REPRO / "inputs"
+
+# The tools a reproduction can run, and where each sits in the wheel pip installs (a cu12 wheel
+# keeps it under nvidia/cuda_nvcc/bin/, a 13.x one under nvidia/cu13/bin/).
+TOOLS = {"ptxas": "nvidia/*/bin/ptxas"}
+# The entry components a tool package is a release of: a reproduction's version is checked against
+# their `affected` range (KB091).
+TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit")}
+# What `ptxas --version` says on its last-but-one line: "Cuda compilation tools, release 12.8, V12.8.93".
+TOOL_VERSION = re.compile(r"\bV([0-9]+(?:\.[0-9]+)+)\b")
+
+
+def _schema():
+    from kb.records import schema  # late: kb.records.schema imports this module (see the module docstring)
+
+    return schema
+
+
+def _fail(code: str, message: str, **ctx):
+    raise PydanticCustomError(code, message, ctx)
+
+
+def _line(value: str) -> str:
+    return _schema()._literal(value)
+
+
+def _version(value: str) -> str:
+    return _schema()._version(value)
+
+
+def _date(value: str) -> str:
+    return _schema()._full_date(value)
+
+
+def _output(value: str) -> str:
+    """Verbatim output: lines of visible text, nothing a terminal would act on (an escape sequence)."""
+    if not value.strip():
+        _fail("KB025", "must not be empty or only whitespace")
+    return _schema()._no_controls(value, allow_newlines=True)
+
+
+def _input_name(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*\.ptx", value):
+        _fail("KB024", "must be the name of a file in kb/repro/inputs/, lowercase words, digits, '.', '-' and '_', "
+              "ending in .ptx (no folder)")
+    return value
+
+
+def _option(value: str) -> str:
+    # Options only: the input is the one file a run reads, and is added last by `kb repro`, so no
+    # argument can name another path (an output file, a file outside the temporary folder).
+    if not re.fullmatch(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?", value):
+        _fail("KB024", "must be one option such as '-arch=sm_120' (a dash, a name, optionally '=value' of letters, "
+              "digits and . , _ -); the input file is added by kb repro")
+    return value
+
+
+Line = Annotated[str, Field(min_length=1, max_length=400), AfterValidator(_line)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Install(_Model):
+    package: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=60)]
+    version: Annotated[str, Field(max_length=60), AfterValidator(_version)]
+
+
+class Run(_Model):
+    tool: Literal[tuple(TOOLS)]
+    input: Annotated[str, Field(max_length=80), AfterValidator(_input_name)]
+    args: list[Annotated[str, Field(max_length=80), AfterValidator(_option)]] = Field(min_length=1, max_length=8)
+
+
+class Printed(_Model):
+    output: Annotated[str, Field(max_length=8000), AfterValidator(_output)]
+    exit: Annotated[int, Field(ge=-255, le=255)]
+    tool_version: Line
+    date: Annotated[str, Field(max_length=10), AfterValidator(_date)]
+    machine: Line
+
+
+class Reproduction(_Model):
+    install: Install
+    run: Run
+    # None until `kb repro --write ID` records a run (KB090 asks for it).
+    printed: Printed | None = None
+
+    def command(self) -> str:
+        """What `kb repro` runs, as a reader would type it in the input's folder."""
+        return " ".join([self.run.tool, *self.run.args, self.run.input])
+
+
+# --- lint ---------------------------------------------------------------------------------------
+
+
+def shown(entry, output: str) -> list[int]:
+    """The indices of the entry's signatures that a line of `output` shows, compared as `kb match`
+    compares a log line: the normalised line searched with each signature's pattern."""
+    lines = [normalise(line) for line in output.splitlines() if line.strip()]
+    found = []
+    for i, signature in enumerate(entry.signatures):
+        compiled = patterns.compile_signature(signature.text, signature.match, entry.hardware.architectures)
+        expression = patterns.regex(patterns.search_source(compiled, signature.kind))
+        if any(expression.search(line) for line in lines):
+            found.append(i)
+    return found
+
+
+def locked() -> set[tuple[str, str]]:
+    """(package, version) of every release kb/repro/tools.lock pins."""
+    if not LOCK.is_file():
+        return set()
+    text = LOCK.read_text(encoding="utf-8")
+    return {(m[1].lower(), m[2]) for m in re.finditer(r"^([A-Za-z0-9._-]+)==(\S+)", text, re.M)}
+
+
+def _printed_version(printed: Printed) -> str | None:
+    found = TOOL_VERSION.search(printed.tool_version)
+    return found.group(1) if found else None
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
+    """KB090 and KB091 on one cell's reproductions."""
+    pins = locked() if pins is None else pins
+    out: list[Problem] = []
+
+    def report(loc: tuple, message: str, code: str, got) -> None:
+        out.append(Problem(cell.path, cell.line_of(loc), dotted(loc), message, code, got))
+
+    for i, repro in enumerate(cell.entry.reproductions):
+        at = ("reproductions", i)
+        install = repro.install
+        if (install.package, install.version) not in pins:
+            report(at + ("install",), f"{install.package}=={install.version} is not pinned in kb/repro/tools.lock: add "
+                   "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{install.package}=={install.version}")
+        if not (INPUTS / repro.run.input).is_file():
+            report(at + ("run", "input"), "no such file in kb/repro/inputs/: add the input there (a few lines)",
+                   "KB091", repro.run.input)
+        for j, component in enumerate(cell.entry.components):
+            if component.affected and component.package in TOOL_COMPONENTS.get(install.package, ()):
+                if not SpecifierSet(component.affected).contains(install.version, prereleases=True):
+                    report(at + ("install", "version"), f"{component.package} {install.version} is outside this "
+                           f"entry's range components[{j}].affected {component.affected!r}: a reproduction shows the "
+                           "failure, so its tool is a release the range covers; fix the range or the version",
+                           "KB091", install.version)
+        if repro.printed is None:
+            report(at, f"no recorded output: run `kb repro --write {cell.id}` to run it and record what it prints",
+                   "KB090", MISSING)
+            continue
+        printed_version = _printed_version(repro.printed)
+        if printed_version is None or not _same(printed_version, install.version):
+            report(at + ("printed", "tool_version"), f"the tool's version line must name the installed release "
+                   f"V{install.version} (what `{repro.run.tool} --version` prints); record the run again with "
+                   f"`kb repro --write {cell.id}`", "KB091", repro.printed.tool_version)
+        if not shown(cell.entry, repro.printed.output):
+            report(at + ("printed", "output"), "the recorded output shows none of this entry's signatures (each "
+                   "line compared as kb match compares it, after normalising): a reproduction must print the "
+                   "entry's literal; change the input or options, or the signature", "KB090",
+                   repro.printed.output.strip().splitlines()[0])
+    return out

@@ -1,0 +1,143 @@
+"""`kb repro [ID...]`: run each reproduction and compare what it prints with the record.
+
+For each reproduction of the chosen entries: install its tool release (kb.repro.install), copy
+its input into a temporary folder, run the tool there with a time limit, and compare. A run is
+`ok` when it prints the recorded output exactly, with the recorded exit status, and that output
+shows one of the entry's signatures as `kb match` would find it; otherwise it `differs`, and the
+difference is printed below its line. Exit 0 when all are ok, 1 when any differs, 2 on an error
+(an unknown id, a tool that could not be installed). `--write` records the runs that differ.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb.records.reproduction import INPUTS, TOOL_VERSION, Printed, Reproduction, shown
+from kb.repro import install
+
+TIMEOUT_S = 60.0
+
+
+@dataclass
+class Ran:
+    """One reproduction run: what it printed, and how that differs from the record."""
+
+    cell: object
+    index: int
+    repro: Reproduction
+    printed: Printed | None = None
+    differences: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def machine() -> str:
+    """The system a run happened on, as the record states it: 'Debian GNU/Linux 12 (bookworm), x86_64'."""
+    try:
+        name = platform.freedesktop_os_release().get("PRETTY_NAME", "")
+    except OSError:
+        name = ""
+    return f"{name or platform.system()}, {platform.machine()}"
+
+
+def _execute(command: list[str], cwd: Path, timeout: float) -> tuple[str, int]:
+    # A plain environment: the tool's messages in English, nothing of the caller's (CUDA paths, locale).
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": str(cwd)}
+    done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=timeout, text=True, errors="replace")
+    return done.stdout, done.returncode
+
+
+def run_one(cell, index: int, repro: Reproduction, wheelhouse: Path | None, timeout: float,
+            today: str) -> Ran:
+    ran = Ran(cell, index, repro)
+    try:
+        root = install.install(repro.install.package, repro.install.version, wheelhouse)
+    except install.InstallError as exc:
+        ran.error = str(exc)
+        return ran
+    program = install.tool(root, repro.run.tool)
+    source = INPUTS / repro.run.input
+    if program is None or not source.is_file():
+        ran.error = (f"{repro.install.package}=={repro.install.version} holds no {repro.run.tool}" if program is None
+                     else f"no input {source}: add it to kb/repro/inputs/")
+        return ran
+    with tempfile.TemporaryDirectory(prefix="kb-repro-") as folder:
+        here = Path(folder)
+        shutil.copyfile(source, here / repro.run.input)
+        try:
+            version_text, _ = _execute([str(program), "--version"], here, timeout)
+            output, status = _execute([str(program), *repro.run.args, repro.run.input], here, timeout)
+        except subprocess.TimeoutExpired:
+            ran.error = f"{repro.command()} ran past {timeout:.0f} s and was stopped"
+            return ran
+    version_line = next((line.strip() for line in version_text.splitlines() if TOOL_VERSION.search(line)),
+                        version_text.strip().splitlines()[-1] if version_text.strip() else "(no version printed)")
+    ran.printed = Printed(output=output or "(no output)\n", exit=status, tool_version=version_line,
+                          date=today, machine=machine())
+    ran.differences = differences(cell.entry, repro.printed, ran.printed)
+    return ran
+
+
+def differences(entry, recorded: Printed | None, new: Printed) -> list[str]:
+    """What a new run changes against the record, one line each (a unified diff for the output)."""
+    out: list[str] = []
+    if not shown(entry, new.output):
+        out.append("prints none of the entry's signatures (compared as kb match compares)")
+    if recorded is None:
+        return out + ["no output recorded yet (kb repro --write records it)"]
+    if new.output != recorded.output:
+        out += [line.rstrip("\n") for line in difflib.unified_diff(
+            recorded.output.splitlines(keepends=True), new.output.splitlines(keepends=True),
+            "recorded", "printed now", lineterm="\n")]
+    if new.exit != recorded.exit:
+        out.append(f"exit status {new.exit}, recorded {recorded.exit}")
+    if new.tool_version != recorded.tool_version:
+        out.append(f"tool version {new.tool_version!r}, recorded {recorded.tool_version!r}")
+    return out
+
+
+def main(args) -> int:
+    from kb.records import lint
+    from kb.repro import write
+
+    entries = Path(args.entries)
+    result = lint.cached_check([entries])
+    cells = {cell.id: cell for cell in result.cells}
+    unknown = [i for i in args.ids if i not in cells]
+    if unknown:
+        bad = [p for p in result.problems if p.path.stem in unknown]
+        why = f"; {len(bad)} problem(s) in its file, run `kb check`" if bad else ""
+        print(f"kb repro: no valid entry {', '.join(map(repr, unknown))} in {entries}{why}", file=sys.stderr)
+        return 2
+    chosen = [cells[i] for i in args.ids] if args.ids else sorted(cells.values(), key=lambda c: c.id)
+    wheelhouse = Path(args.wheelhouse) if args.wheelhouse else None
+    today = dt.date.today().isoformat()
+    runs = [run_one(cell, i, repro, wheelhouse, args.timeout, today)
+            for cell in chosen for i, repro in enumerate(cell.entry.reproductions)]
+    if not runs:
+        print("kb repro: none of these entries has a reproduction", file=sys.stderr)
+        return 0
+    for ran in runs:
+        where = f"{ran.cell.id} reproductions[{ran.index}]: {ran.repro.command()}"
+        if ran.error:
+            print(f"error    {where}: {ran.error}")
+            continue
+        tool = ran.printed.tool_version.rsplit(", ", 1)[-1]
+        print(f"{'differs' if ran.differences else 'ok':<8} {where} ({ran.repro.install.package} {tool})")
+        for line in ran.differences:
+            print(f"    {line}")
+    if args.write:
+        for line in write.record(runs):
+            print(line, file=sys.stderr)
+    if any(ran.error for ran in runs):
+        return 2
+    return 1 if any(ran.differences for ran in runs) else 0

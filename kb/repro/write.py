@@ -1,0 +1,122 @@
+"""`kb repro --write`: record new runs in the entry files.
+
+Only the `reproductions:` block changes. It is the last top-level key an entry holds, written in one
+fixed layout (this module's `block`), so recording is a text edit of that block: the rest of the
+file keeps its bytes. The new file must read back as the same record with only the reproductions
+changed, and valid, before it replaces the old one through a temporary file and one rename
+(kb.records.files.write_regular, never through a link): an interrupted write leaves the old file whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pydantic import ValidationError
+
+from kb.records import load
+from kb.records.files import write_regular
+from kb.records.reproduction import Reproduction, shown
+
+_TOP_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\s*:")
+
+
+def _q(value: str) -> str:
+    """A YAML double-quoted scalar (JSON's string form is one)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+def _output(text: str, indent: str) -> str:
+    """A literal block when the text survives one unchanged (ends in one newline, no line with
+    trailing or leading-blank trouble), else a double-quoted scalar."""
+    lines = text.split("\n")[:-1]
+    plain = (text.endswith("\n") and not text.endswith("\n\n") and lines and not lines[0].startswith(" ")
+             and all(line == line.rstrip() and line and "\r" not in line for line in lines))
+    if not plain:
+        return " " + _q(text) + "\n"
+    return " |\n" + "".join(f"{indent}{line}\n" for line in lines)
+
+
+def block(reproductions: list[Reproduction]) -> str:
+    """The `reproductions:` block of an entry, in the layout `kb repro --write` keeps."""
+    out = ["reproductions:\n"]
+    for r in reproductions:
+        args = ", ".join(_q(a) for a in r.run.args)
+        out.append(f"  - install: {{package: {_q(r.install.package)}, version: {_q(r.install.version)}}}\n")
+        out.append(f"    run: {{tool: {_q(r.run.tool)}, input: {_q(r.run.input)}, args: [{args}]}}\n")
+        if r.printed is not None:
+            p = r.printed
+            out.append("    printed:\n")
+            out.append(f"      tool_version: {_q(p.tool_version)}\n      date: {p.date}\n")
+            out.append(f"      machine: {_q(p.machine)}\n      exit: {p.exit}\n")
+            out.append("      output:" + _output(p.output, "        "))
+    return "".join(out)
+
+
+def replaced(text: str, new_block: str) -> str:
+    """`text` with its top-level `reproductions:` block (to the next top-level key or the end)
+    replaced by `new_block`, or `new_block` appended when it has none."""
+    lines = text.splitlines(keepends=True)
+    start = next((n for n, line in enumerate(lines) if line.startswith("reproductions:")), None)
+    if start is None:
+        return text + ("" if text.endswith("\n") else "\n") + new_block
+    end = next((n for n in range(start + 1, len(lines)) if _TOP_KEY.match(lines[n])), len(lines))
+    return "".join(lines[:start]) + new_block + "".join(lines[end:])
+
+
+class WriteError(Exception):
+    pass
+
+
+def rewritten(path, raw: bytes, reproductions: list[Reproduction]) -> bytes:
+    """The file's new bytes, checked: it reads back as the same record but for the reproductions."""
+    from kb.records.schema import Entry
+
+    old = load.parse(path, raw)
+    text = replaced(raw.decode("utf-8"), block(reproductions))
+    new = load.parse(path, text.encode("utf-8"))
+    if new.problems:
+        raise WriteError(f"the rewritten file would not read back ({new.problems[0].message})")
+    if {k: v for k, v in new.data.items() if k != "reproductions"} != \
+            {k: v for k, v in old.data.items() if k != "reproductions"}:
+        raise WriteError("the edit would change more than the reproductions block; edit the file by hand")
+    try:
+        entry = Entry.model_validate(new.data)
+    except ValidationError as exc:
+        raise WriteError(f"the rewritten entry would not be valid ({exc.error_count()} problem(s))") from None
+    if entry.reproductions != reproductions:
+        raise WriteError("the rewritten reproductions do not read back as written")
+    return text.encode("utf-8")
+
+
+def record(runs) -> list[str]:
+    """Write each entry's runs that differ (one file at a time, each whole or not at all); the
+    messages to show."""
+    messages = []
+    by_cell: dict[str, list] = {}
+    for ran in runs:
+        by_cell.setdefault(ran.cell.id, []).append(ran)
+    for cell_id, done in by_cell.items():
+        cell = done[0].cell
+        new = list(cell.entry.reproductions)
+        changed = []
+        for ran in done:
+            if ran.error or not ran.differences:
+                continue
+            if not shown(cell.entry, ran.printed.output):
+                messages.append(f"kb repro: not written: {cell_id} reproductions[{ran.index}] printed none of the "
+                                "entry's signatures; change its input or options")
+                continue
+            new[ran.index] = ran.repro.model_copy(update={"printed": ran.printed})
+            changed.append(ran.index)
+        if not changed:
+            continue
+        try:
+            raw = cell.path.read_bytes()
+            data = rewritten(cell.path, raw, new)
+        except (OSError, UnicodeDecodeError, WriteError) as exc:
+            messages.append(f"kb repro: {cell.path}: not written: {exc}")
+            continue
+        write_regular(cell.path, data, cell.path.stat().st_mode & 0o777)
+        messages.append(f"kb repro: wrote {cell.path} (reproductions {', '.join(map(str, changed))})")
+    return messages

@@ -1,0 +1,150 @@
+"""Reproductions (kb.records.reproduction, kb repro): every recorded output shows its entry's
+literal and names its pinned release; the writer keeps the files' layout; an unreachable index is
+one clear line; and one ptxas reproduction runs end to end when its wheel is already at hand."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from kb import cli
+from kb.records import lint, reproduction
+from kb.repro import install, write
+
+from conftest import ROOT
+
+ENTRIES = ROOT / "kb" / "entries"
+# The entries whose ptxas literal a pip ptxas prints verbatim (../shared/notes/static-repro-2026-12-05.md, §1.2-1.3).
+REPRODUCED = {"triton-ptxas-sm120-gpu-name-not-defined", "triton-ptxas-sm121a-gpu-name-not-defined",
+              "flashinfer-aot-cvt-e2m1x2-not-supported-sm120", "llama-cpp-mxfp4-mma-block-scale-plain-sm120-target",
+              "triton-tma-scatter4-not-supported-sm12x", "triton-tma-gather4-shared-cluster-ptxas-sm12x"}
+END_TO_END = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
+
+
+@pytest.fixture(scope="module")
+def cells():
+    return lint.check([ENTRIES]).cells
+
+
+def _reproductions(cells):
+    return [(cell, i, r) for cell in cells for i, r in enumerate(cell.entry.reproductions)]
+
+
+def test_the_reproduced_entries_carry_a_recorded_run(cells):
+    assert {cell.id for cell, _, _ in _reproductions(cells)} >= REPRODUCED
+    assert all(r.printed is not None for _, _, r in _reproductions(cells))
+
+
+def test_every_recorded_output_shows_its_entrys_literal(cells):
+    for cell, i, r in _reproductions(cells):
+        found = reproduction.shown(cell.entry, r.printed.output)
+        assert found, f"{cell.id} reproductions[{i}] shows none of its signatures"
+        # and not by accident: a signature's words are in the output as printed, whatever the case
+        text = cell.entry.signatures[found[0]].text.lower()
+        assert any(word in r.printed.output.lower() for word in text.split() if len(word) > 8), (cell.id, text)
+
+
+def test_every_tool_version_is_the_pinned_release_and_in_the_entrys_ranges(cells):
+    pins = reproduction.locked()
+    for cell, i, r in _reproductions(cells):
+        assert (r.install.package, r.install.version) in pins, (cell.id, i)
+        assert r.printed.tool_version.endswith(f"V{r.install.version}"), (cell.id, i, r.printed.tool_version)
+        assert (reproduction.INPUTS / r.run.input).is_file()
+        for component in cell.entry.components:
+            if component.affected and component.package in reproduction.TOOL_COMPONENTS[r.install.package]:
+                assert SpecifierSet(component.affected).contains(r.install.version, prereleases=True), (cell.id, i)
+    problems = lint.check([ENTRIES]).problems
+    assert [p.format() for p in problems if p.code in ("KB090", "KB091")] == []
+
+
+def test_kb091_names_a_release_the_lock_does_not_pin(tmp_path, cells):
+    cell = next(c for c in cells if c.id == END_TO_END)
+    text = cell.path.read_text(encoding="utf-8").replace('version: "12.8.93"', 'version: "12.8.61"')
+    (tmp_path / cell.path.name).write_text(text, encoding="utf-8")
+    found = [p for p in lint.check([tmp_path]).problems if p.code == "KB091"]
+    assert [p.loc for p in found] == ["reproductions[0].install", "reproductions[0].printed.tool_version"]
+    assert "nvidia-cuda-nvcc-cu12==12.8.61 is not pinned in kb/repro/tools.lock" in found[0].message
+    assert "reproductions:" in text.splitlines()[found[0].line - 2] or "install:" in text.splitlines()[found[0].line - 1]
+
+
+def test_the_writer_gives_back_each_file_byte_for_byte(cells):
+    """The block `kb repro --write` writes is the layout the entries hold: rewriting a file with
+    its own reproductions changes nothing."""
+    for cell in {cell.id: cell for cell, _, _ in _reproductions(cells)}.values():
+        raw = cell.path.read_bytes()
+        assert write.rewritten(cell.path, raw, list(cell.entry.reproductions)) == raw, cell.id
+
+
+def test_the_writer_changes_only_the_block_and_refuses_what_would_not_read_back(cells, tmp_path):
+    cell = next(c for c in cells if c.id == END_TO_END)
+    raw = cell.path.read_bytes()
+    changed = [r.model_copy(update={"printed": r.printed.model_copy(update={"exit": 1})})
+               for r in cell.entry.reproductions]
+    new = write.rewritten(cell.path, raw, changed).decode("utf-8").splitlines()
+    old = raw.decode("utf-8").splitlines()
+    assert [(a, b) for a, b in zip(old, new) if a != b] == [("      exit: 255", "      exit: 1")]
+    # a file whose reproductions block is followed by a key that was indented into it
+    broken = raw.decode("utf-8").replace("published: ", "  published: ", 1) + "published: 2026-12-02\n"
+    with pytest.raises(write.WriteError):
+        write.rewritten(cell.path, broken.encode("utf-8"), list(cell.entry.reproductions))
+
+
+def test_unreachable_index_is_one_clear_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(install.InstallError) as raised:
+        install.install("nvidia-cuda-nvcc-cu12", "12.4.131", wheelhouse=tmp_path / "empty")
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("cannot get nvidia-cuda-nvcc-cu12==12.4.131 from the wheelhouse")
+    assert "--wheelhouse" in message
+    # nothing half-installed is left where a later run would look
+    assert install.cached("nvidia-cuda-nvcc-cu12", "12.4.131") is None
+    assert [p.name for p in (tmp_path / "cache" / "blackwell-serving-kb" / "repro").iterdir()] == []
+
+
+def test_an_unknown_id_exits_2(capsys):
+    assert cli.main(["repro", "no-such-entry"]) == 2
+    assert "no valid entry 'no-such-entry'" in capsys.readouterr().err
+
+
+def _tool_at_hand(package: str, version: str) -> tuple[list[str], str]:
+    """Extra `kb repro` arguments that get the release without a network, or the skip reason."""
+    if install.cached(package, version):
+        return [], ""
+    wheelhouse = ROOT / ".venv" / "wheelhouse"
+    if list(wheelhouse.glob(f"{package.replace('-', '_')}-{version}-*.whl")):
+        return ["--wheelhouse", str(wheelhouse)], ""
+    return [], (f"{package}=={version} is neither in the cache nor in {wheelhouse}: run `kb repro {END_TO_END}` "
+                "once (it downloads 40 MB) to fill the cache")
+
+
+@pytest.mark.slow
+def test_end_to_end_ok_then_differs_then_written(tmp_path, capsys, monkeypatch):
+    cell = next(c for c in lint.check([ENTRIES]).cells if c.id == END_TO_END)
+    r = cell.entry.reproductions[0]
+    extra, skip = _tool_at_hand(r.install.package, r.install.version)
+    if skip:
+        pytest.skip(skip)
+    if extra:  # installed from the wheelhouse into a cache of the test's own
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert cli.main(["repro", END_TO_END, *extra]) == 0
+    assert capsys.readouterr().out.startswith(f"ok       {END_TO_END} reproductions[0]: ptxas -arch=sm_120")
+
+    entries = tmp_path / "entries"
+    entries.mkdir()
+    copy = entries / cell.path.name
+    shutil.copyfile(cell.path, copy)
+    recorded = copy.read_text(encoding="utf-8")
+    copy.write_text(recorded.replace("line 9; error", "line 8; error"), encoding="utf-8")
+    assert cli.main(["repro", END_TO_END, "--entries", str(entries), *extra]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("differs  ") and "\n    -ptxas cvt-e2m1x2-sm120.ptx, line 8;" in out
+    assert "\n    +ptxas cvt-e2m1x2-sm120.ptx, line 9;" in out
+    assert cli.main(["repro", END_TO_END, "--entries", str(entries), "--write", *extra]) == 1
+    assert f"wrote {copy}" in capsys.readouterr().err
+    # the run is recorded again (its date is today's; everything else as before)
+    assert copy.read_text(encoding="utf-8").split("date: ")[0] == recorded.split("date: ")[0]
+    assert cli.main(["repro", END_TO_END, "--entries", str(entries), *extra]) == 0
