@@ -132,8 +132,9 @@ def check_file(path: Path, entries: set[str], today: str) -> tuple[list[dict], l
         if get("state") not in STATES:
             fault(at + ("state",), f"must be one of {', '.join(STATES)}, as read", get("state"))
         for key in ("opened", "state_as_of"):
-            if not _date(get(key)) or get(key) > today:
-                fault(at + (key,), "must be a date YYYY-MM-DD, not in the future", get(key))
+            if (key == "state_as_of" or get(key) is not None) and (not _date(get(key)) or get(key) > today):
+                fault(at + (key,), "must be a date YYYY-MM-DD, not in the future" +
+                      (", or null when the thread's date was not seen" if key == "opened" else ""), get(key))
         if _date(get("opened")) and _date(get("state_as_of")) and get("opened") > get("state_as_of"):
             fault(at + ("state_as_of",), "is before the day the thread was opened", get("state_as_of"))
         if not (isinstance(get("reports"), int) and not isinstance(get("reports"), bool) and 1 <= get("reports") <= 10000):
