@@ -108,7 +108,7 @@ def read_records(entries: Path, only: list[str]) -> tuple[list[EntryFile], list[
         loaded = raw if isinstance(raw, load.Loaded) else load.parse(path, raw)
         if loaded.problems or not isinstance(loaded.data.get("upstream"), list):
             first = loaded.problems[0].format() if loaded.problems else f"{file_shown(path)}:1: upstream: not a list"
-            errors.append(f"{first} (run `kb check`; a cell is refreshed only once it reads clean)")
+            errors.append(f"{first} (run `kb check`; an entry is refreshed only once it reads clean)")
             continue
         links = []
         for i, item in enumerate(loaded.data["upstream"]):
