@@ -48,3 +48,31 @@ def test_reading_bytes_reads_only_keyword_lines_to_the_same_facts():
         lines = [line.removesuffix("\r") for line in data.decode("utf-8", errors="replace").split("\n")]
         assert logfacts.read_bytes(data).as_json() == logfacts.read(lines).as_json(), data[:80]
     assert logfacts.read_bytes(b"INFO step 1\nINFO step 2\nvLLM API server version 0.11.0\n").lines == {"packages.vllm": 3}
+
+
+def test_a_number_in_the_entrys_own_literal_is_not_the_gpu():
+    """`sm75` in FlashInfer's "requires GPUs with sm75 or higher" (the title of vllm#42393, an RTX
+    5090) names what the code requires: on a line that signature matched it is no GPU, so the entry
+    (sm_120) is not ruled out; the same number elsewhere in the log still is one, and a number of the
+    cell's own family (which varies with the GPU that printed it) is never the literal's."""
+    import io
+
+    from kb.records import lint
+    from kb.triage import match
+
+    rule_list = match.rules(lint.check([ROOT / "kb" / "entries"]).cells)
+    matcher = match.Matcher(rule_list)
+    line = "RuntimeError: FlashInfer requires GPUs with sm75 or higher"
+    assert logfacts.read([line]).as_json()["gpus"][0]["compute_capability"] == "7.5"  # read alone, it is one
+
+    def verdicts(log: str) -> dict[str, str]:
+        data = log.encode()
+        hits = match.decide(matcher.scan(io.BytesIO(data)), match.scopes(rule_list), match.read_facts(io.BytesIO(data)))
+        return {hit.entry: hit.verdict for hit in hits}
+
+    entry = "flashinfer-jit-sm12x-arch-dropped-cuda-below-12-9"
+    assert verdicts(line)[entry] != "ruled-out"
+    assert verdicts(f"building for sm_90\n{line}")[entry] == "ruled-out"  # a number the log shows elsewhere
+    assert logfacts.own_capabilities(["requires GPUs with sm75 or higher"]) == ("7.5",)
+    assert logfacts.own_capabilities(["Value 'sm_120a' is not defined"], {12: (0, 1)}) == ()
+    assert logfacts.own_capabilities(["Value 'sm_120a' is not defined"]) == ("12.0",)

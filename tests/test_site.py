@@ -5,6 +5,7 @@ from __future__ import annotations
 import html.parser
 import os
 import posixpath
+import re
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
@@ -247,3 +248,13 @@ def test_search_index_holds_what_people_search_and_not_tables_or_links(fixture_s
         assert wanted in content, wanted
     for unwanted in [m.quantity for m in e.measurements] + ["vllm-project/vllm/issues/53748", "Fixed by PR 54013"]:
         assert unwanted not in content, unwanted
+
+
+def test_page_chrome_is_not_indexed_by_the_search():
+    """The dates line, the cite-as id and the Copy button are page chrome: Pagefind skips them
+    (`data-pagefind-ignore`), so a result's excerpt never reads "Copy Checked against upstream ...
+    cite as BWKB-..." (ux-review-2026-12-05 S1-2)."""
+    site = _site(FIXTURES / "site")
+    page = {p.url: p for p in Renderer(site).all_pages()}[site.url(site.by_id["mla-decode-fp8-kv-triton-shared-memory"])]
+    chrome = re.findall(r'<(?:p|button)[^>]*class="kb-(?:copy|checked|dates)"[^>]*>', page.body)
+    assert len(chrome) == 3 and all("data-pagefind-ignore" in tag for tag in chrome), chrome

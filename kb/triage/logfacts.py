@@ -219,6 +219,38 @@ def read_numbered(numbered) -> LogFacts:
     return out
 
 
+def own_capabilities(literals: list[str], family: dict[int, tuple[int, ...]] | None = None) -> tuple[str, ...]:
+    """The capabilities the `arch` rule would read in a signature's own literal text (`sm75` in
+    "FlashInfer requires GPUs with sm75 or higher") that the literal fixes, whatever GPU printed it:
+    on a line that signature matched they name what the code requires, not the GPU (`without_own`).
+    A number of the cell's family (kb.records.patterns.widen) is not fixed: it varies with the GPU."""
+    regex = re.compile(dict((name, pattern) for name, _, pattern, _ in RULES)["architecture name"], re.I)
+    found = []
+    for text in literals:
+        for digits in regex.findall(text):
+            capability = digits_capability(digits)
+            if capability is None:
+                continue
+            major, _, minor = capability.partition(".")
+            if family and int(minor) in family.get(int(major), ()):
+                continue
+            found.append(capability)
+    return tuple(sorted(set(found)))
+
+
+def without_own(facts: dict, own: set[tuple[int, str]]) -> dict:
+    """`facts` (as_json) less each GPU known only by a number (no name) that a line shows inside the
+    literal of a signature it matched: `own` holds (line, capability) pairs (own_capabilities)."""
+    if not facts.get("gpus") or not own:
+        return facts
+    kept = [g for g in facts["gpus"] if g["name"] is not None or (g["line"], g["compute_capability"]) not in own]
+    if len(kept) == len(facts["gpus"]):
+        return facts
+    lines = {k: v for k, v in facts["lines"].items() if not k.startswith("gpus.")}
+    lines |= {f"gpus.{i}": g["line"] for i, g in enumerate(kept)}
+    return facts | {"gpus": kept or None, "lines": dict(sorted(lines.items()))}
+
+
 def read_text(text: str) -> LogFacts:
     return read(text.split("\n"))
 

@@ -66,6 +66,8 @@ class SignatureRule:
     words: tuple[str, ...] = ()  # every stable word of the literal parts: a cheap test before the regex
     generic: bool = False  # the signature is marked generic: other GPUs print it too
     edges: tuple[str, ...] = ()  # its first and last words in the literal (kb.triage.wrapped rule 3)
+    # Capabilities its literal fixes (kb.triage.logfacts.own_capabilities): on its lines, not the GPU's.
+    own: tuple[str, ...] = ()
     # The cell's kb.records.verdict.scope (architectures, ranges): what its verdict needs.
     scope: dict | None = field(default=None, hash=False, compare=False)
 
@@ -97,9 +99,12 @@ def rules(cells: list[Cell], cache=None) -> list[SignatureRule]:
                     continue
                 seen.add(source)
                 weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
+                literals = ([v for k, v in patterns.parse(signature.match) if k == "text"] if signature.match is not None
+                            else [signature.text])
+                own = logfacts.own_capabilities(literals, patterns.family(cell.entry.hardware.architectures))
                 made.append(SignatureRule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
                                           site.url(cell), cell.entry.title, compiled.words, signature.generic,
-                                          scope=verdict.scope(cell.entry), edges=compiled.edges))
+                                          scope=verdict.scope(cell.entry), edges=compiled.edges, own=own))
             return made
         if cache is None:
             out += make()
@@ -146,6 +151,7 @@ class Hit:
     specific: bool = False  # a signature not marked generic matched, or an evidence item did
     verdict: str | None = None  # kb.records.verdict.MATCH_VERDICTS, once `decide` has run
     why: str = ""
+    own: set[tuple[int, str]] = field(default_factory=set)  # (line, capability) its matched literals fix
 
     @property
     def signature(self) -> str:
@@ -323,6 +329,7 @@ class Matcher:
             hit.signatures[rule.signature] = rule.weight
             hit.score = round(hit.score + rule.weight, 3)
         for number, text in texts.items():
+            hit.own.update((number, capability) for capability in rule.own)
             if number not in hit.texts:
                 hit.lines.append(number)
                 hit.texts[number] = text
@@ -409,7 +416,9 @@ def read_facts(stream: BinaryIO) -> dict:
 
 def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
     """Each hit's verdict and reason (kb.records.verdict.decide) from the facts of the log; best
-    first by kb.records.verdict.rank_key."""
+    first by kb.records.verdict.rank_key. A number inside a matched signature's own literal is not
+    the log's GPU (logfacts.without_own)."""
+    facts = logfacts.without_own(facts, set().union(*(hit.own for hit in hits)))
     for hit in hits:
         hit.verdict, hit.why = verdict.decide(scopes[hit.entry], facts, hit.specific)
     return sorted(hits, key=lambda h: verdict.rank_key(h.verdict, h.specific, h.score, h.entry))
@@ -627,7 +636,7 @@ def export(rule_list: list[SignatureRule]) -> dict:
         "logfacts": logfacts.export(),
         "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
                    "anchor": r.anchor, "words": list(r.words), "options": list(_options(r)) if r.anchor else [],
-                   "edges": list(r.edges),
+                   "edges": list(r.edges), "own": list(r.own),
                    "weight": r.weight, "url": r.url, "title": r.title, "generic": r.generic}
                   for r in rule_list],
         "cells": dict(sorted(scopes(rule_list).items())),

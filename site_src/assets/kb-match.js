@@ -27,6 +27,9 @@
     var hit = hits[rule.entry] = hits[rule.entry] ||
       { entry: rule.entry, url: rule.url, title: rule.title, score: 0, lines: [], texts: {}, signatures: [] };
     hit.specific = hit.specific || !rule.generic;
+    // (line, capability) pairs its matched literals fix: not the GPU's (match.Hit.own).
+    hit.own = hit.own || {};
+    numbers.forEach(function (n) { rule.own.forEach(function (c) { hit.own[JSON.stringify([n, c])] = true; }); });
     if (!hit.signatures.some(function (s) { return s[0] === rule.signature; })) {
       hit.signatures.push([rule.signature, rule.weight]);
       hit.score = Math.round((hit.score + rule.weight) * 1000) / 1000;
@@ -106,7 +109,7 @@
     kbEvidence.scan(e, lines, hits);
     // What the log says of its machine decides each cell's verdict, as in `kb match`: the facts of
     // the log's first e.factsBytes bytes of UTF-8, the lines whole within them (match.read_facts).
-    var facts = kbLogFacts.read(e.logfacts, head(text, e.factsBytes));
+    var facts = withoutOwn(kbLogFacts.read(e.logfacts, head(text, e.factsBytes)), hits);
     return kbVerdict.rank(e.verdict, Object.keys(hits).map(function (k) { return hits[k]; }).map(function (hit) {
       var best = hit.signatures[0];
       hit.signatures.forEach(function (s) { if (s[1] > best[1]) best = s; });
@@ -117,6 +120,24 @@
       hit.why = decided[1];
       return hit;
     }));
+  }
+
+  // `facts` less each GPU known only by a number that a line shows inside the literal of a
+  // signature it matched (logfacts.without_own): that number is what the code names, not the GPU.
+  function withoutOwn(facts, hits) {
+    if (!facts.gpus) return facts;
+    var own = {};
+    Object.keys(hits).forEach(function (k) { Object.keys(hits[k].own || {}).forEach(function (p) { own[p] = true; }); });
+    var kept = facts.gpus.filter(function (g) {
+      return g.name !== null || !own[JSON.stringify([g.line, g.compute_capability])];
+    });
+    if (kept.length === facts.gpus.length) return facts;
+    var lines = {};
+    Object.keys(facts.lines).forEach(function (k) { if (k.indexOf("gpus.") !== 0) lines[k] = facts.lines[k]; });
+    kept.forEach(function (g, i) { lines["gpus." + i] = g.line; });
+    facts.gpus = kept.length ? kept : null;
+    facts.lines = lines;
+    return facts;
   }
 
   // The lines of `text` whole within its first `bytes` bytes of UTF-8 (all of it when shorter).
