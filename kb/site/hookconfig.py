@@ -12,7 +12,7 @@ How the plan travels: mkdocs hooks are modules that mkdocs loads itself (once pe
 shared by every build it runs, `kb serve`'s rebuilds included), so a plan set on the module would
 be module state again. Every mkdocs event is given the build's config instead, so the plan rides
 on that config, under the one top-level key `PLAN` (not under `extra:`, which is the page authors'
-and which the theme's templates see whole). A config file that sets the key itself fails mkdocs'
+and which the theme's templates see whole); the hook keeps its state of the run beside it (`RUN`). A config file that sets the key itself fails mkdocs'
 strict check of unknown keys (`kb build` is always strict), and the hook refuses anything there
 that is not a `BuildPlan` (`received`: mkdocs run without --strict).
 """
