@@ -20,6 +20,7 @@ the work folder, and nothing else beside the target.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import logging
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 
 from kb.records import lint
-from kb.site import incremental, index, shell
+from kb.site import hookconfig, incremental, index, shell
 from kb.site.generate import GenerateError
 from kb.site.paths import clear_work, inside, work_folder
 
@@ -120,19 +121,16 @@ def build(site_dir: Path, entries: Path, config_file: Path = ROOT / "mkdocs.yml"
         _remove_leftovers(site_dir)
         try:
             with _mkdocs_log():
-                config = _config(config_file, entries, site_url, lock, redirects, repo_url, shells)
-                if _site_refused(config, result):
+                config, settings = _config(config_file, entries, site_url, lock, redirects, repo_url, shells)
+                if _site_refused(config, settings, result):
                     return 1
-                layout = shell.layout(config["extra"], config["site_url"], config["nav"], config_file.parent,
-                                      checked=result)
-        except (MkDocsException, GenerateError) as exc:
+                layout = shell.layout(settings, config["site_url"], config["nav"], config_file.parent, checked=result)
+        except (MkDocsException, GenerateError, hookconfig.PlanError) as exc:
             print(f"build failed: {exc}; {site_dir} was left as it was", file=sys.stderr)
             return 1
         docs_dir = Path(config["docs_dir"])
-        options = {key: str(config["extra"].get(key)) for key in
-                   ("kb_entries", "kb_url_lock", "kb_redirects", "kb_id_lock", "kb_shells")}
-        options |= {"site_url": str(config["site_url"]), "repo_url": str(layout.repo_url)}
-        inputs = incremental.inputs(config_file, docs_dir, options)
+        inputs = incremental.inputs(config_file, docs_dir, settings,
+                                    {"site_url": str(config["site_url"]), "repo_url": str(layout.repo_url)})
         marked = incremental.marked_urls(docs_dir, shell.MARKER)
         theme = incremental.theme_fingerprint(layout, marked)
         state = incremental.load(site_dir) if in_place and (site_dir / MARKER).is_file() else None
@@ -192,17 +190,14 @@ def os_error(exc: OSError) -> str:
     return f"cannot write {str(name)[:300]!r}: {exc.strerror or exc}"
 
 
-def _site_refused(config, result: lint.Result) -> bool:
+def _site_refused(config, settings: hookconfig.Settings, result: lint.Result) -> bool:
     """The checks of the site as a whole that `kb check` runs (kb.site.check), on the lock and
-    redirects of this build's config, before the engine reads anything. True when one failed
+    redirects of this build's settings, before the engine reads anything. True when one failed
     (each problem said)."""
     from kb.site import check
 
-    extra = config["extra"]
-    lock, moved, id_lock = (Path(extra[key]) if extra.get(key) else None
-                            for key in ("kb_url_lock", "kb_redirects", "kb_id_lock"))
-    problems = check.problems(result.cells, Path(config["config_file_path"]), lock, moved, id_lock,
-                              docs_dir=Path(config["docs_dir"]), unlocked_ids=True)
+    problems = check.problems(result.cells, Path(config["config_file_path"]), settings.url_lock, settings.redirects,
+                              settings.id_lock, docs_dir=Path(config["docs_dir"]), unlocked_ids=True)
     for problem in problems:
         print(problem.format())
     if problems:
@@ -221,7 +216,10 @@ def _build_whole(site_dir: Path, config, layout: shell.Layout) -> dict | None:
     try:
         with _staging(site_dir, "building") as staging:
             config["site_dir"] = str(staging)
-            config["extra"].update(kb_layout=layout, kb_built=built)
+            # kb build indexes the site itself once its pages are in place (`_index`).
+            hookconfig.hand_over(config, hookconfig.plan(
+                layout=layout, index_search=False, keep=lambda shells, splices: built.update(shells=shells,
+                                                                                          splices=splices)))
             with _mkdocs_log():
                 engine_build(config)
             (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
@@ -256,8 +254,9 @@ def _index(site_dir: Path, urls: list[str], since: tuple[list[str], list[str]] |
 
 def _config(config_file: Path, entries: Path, site_url: str | None, lock: Path | None, redirects: Path | None,
             repo_url: str | None, shells: bool):
-    """The engine's config for this build (with the kb hook; without the search index: `build`
-    adds it). What the hook needs travels in the config (`extra`), never in the environment."""
+    """The engine's config for this build (with the kb hook) and the settings the site is generated
+    from: the config file's (kb.site.hookconfig.settings) as the options override them. Nothing is
+    written into the config's `extra`: the hook gets what it needs as one plan (`_build_whole`)."""
     from mkdocs.config import load_config
 
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
@@ -265,19 +264,16 @@ def _config(config_file: Path, entries: Path, site_url: str | None, lock: Path |
     if site_url is not None:
         overrides["site_url"] = site_url
     config = load_config(str(config_file), **overrides)
-    extra = config["extra"]
-    own = Path(extra.get("kb_entries") or "kb/entries").resolve() == entries.resolve()
-    extra["kb_entries"] = str(entries.resolve())
-    for key, given in (("kb_url_lock", lock), ("kb_redirects", redirects)):
-        if given is not None or not own:
-            extra[key] = str(given) if given is not None else ""
-    if not own:
-        extra["kb_id_lock"] = ""  # another folder's cells are numbered as `kb lock` would (kb.records.ids)
-    extra["kb_shells"] = shells  # False: every page through the theme (tests compare the two)
-    extra["kb_search_index"] = False  # kb build indexes the site after the pages are in place
-    if repo_url is not None:
-        extra["kb_repo_url"] = repo_url
-    return config
+    given = hookconfig.settings(config["extra"], config_file)
+    # The config's locks guard its own entries folder; another folder is built without them unless
+    # given, its cells numbered as `kb lock` would (kb.records.ids).
+    own = given.entries.resolve() == entries.resolve()
+    settings = dataclasses.replace(
+        given, entries=entries.resolve(), shells=shells,  # shells False: every page through the theme (tests compare)
+        url_lock=lock if lock is not None else given.url_lock if own else None,
+        redirects=redirects if redirects is not None else given.redirects if own else None,
+        id_lock=given.id_lock if own else None, repo_url=repo_url if repo_url is not None else given.repo_url)
+    return config, settings
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ that commits one) is never read.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -42,6 +43,7 @@ from kb.site import index, search
 from kb.site.page import Page
 from kb.site.paths import inside
 from kb.site.sources import read_regular
+from kb.site.hookconfig import Settings
 from kb.site.shell import Layout, Shell, kind_of
 from kb.site.urls import page_url
 
@@ -80,17 +82,17 @@ def _folder_parts(folder: Path, skip: Path | None = None) -> list[str | bytes]:
     return parts
 
 
-def inputs(config_file: Path, docs_dir: Path, options: dict[str, str]) -> str:
-    """The fingerprint of all a site depends on except its entries (see the module's doc)."""
-    extra = options.get("kb_entries")
-    entries = Path(extra).resolve() if extra else None
+def inputs(config_file: Path, docs_dir: Path, settings: Settings, options: dict[str, str]) -> str:
+    """The fingerprint of all a site depends on except its entries (see the module's doc); `options`:
+    the build's other options (site URL, repository)."""
+    entries = settings.entries.resolve()
     parts: list[str | bytes] = ["config", read_regular(config_file)]
     for folder in (ROOT / "kb", ROOT / "hooks", ROOT / "templates", docs_dir):
         parts += ["folder", str(folder), *_folder_parts(folder, entries)]
-    for key in ("kb_url_lock", "kb_redirects", "kb_id_lock"):
-        path = Path(options[key]) if options.get(key) else None
-        parts += [key, path.read_bytes() if path is not None and path.is_file() else "none"]
-    parts += [f"{key}={value}" for key, value in sorted(options.items())]
+    for name in ("url_lock", "redirects", "id_lock"):
+        path = getattr(settings, name)
+        parts += [name, path.read_bytes() if path is not None and path.is_file() else "none"]
+    parts += [f"{key}={value}" for key, value in sorted((dataclasses.asdict(settings) | options).items())]
     parts += [f"{name}=={version}" for name, version in sorted(installed_versions().items())]
     return fingerprint(*parts)
 

@@ -18,12 +18,16 @@ import datetime
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markupsafe import escape
 
 from kb.site.generate import Generated, generate
 from kb.site.origin import origin_repo
 from kb.site.page import Page
+
+if TYPE_CHECKING:  # kb.site.hookconfig declares its plan with this module's Layout
+    from kb.site.hookconfig import Settings
 
 _TOKEN = "kbshell{}9f2c7a"
 TOKENS = {name: _TOKEN.format(name) for name in ("title", "description", "body", "jsonld")}
@@ -110,23 +114,15 @@ class Layout:
     repo_url: str | None
 
 
-def repo_of(extra: dict, config_dir: Path) -> str | None:
-    """The repository the cells' Edit and Report links go to: the config's, or the checkout's origin."""
-    return extra.get("kb_repo_url") or origin_repo(config_dir)
-
-
-def layout(extra: dict, site_url: str | None, nav, config_dir: Path, checked=None) -> Layout:
-    """Generate the site an engine's config describes (`extra`: kb_entries, kb_url_lock,
-    kb_redirects, kb_repo_url, kb_shells) and split it between the theme and the shells.
-    Raises kb.site.generate.GenerateError."""
-    def path(key: str) -> Path | None:
-        return Path(extra[key]) if extra.get(key) else None
-
-    repo_url = repo_of(extra, config_dir)
-    generated = generate(Path(extra.get("kb_entries") or "kb/entries"), site_url or None, path("kb_url_lock"),
-                         path("kb_redirects"), checked=checked, repo_url=repo_url, id_lock=path("kb_id_lock"))
+def layout(settings: Settings, site_url: str | None, nav, config_dir: Path, checked=None) -> Layout:
+    """Generate the site `settings` describe (kb.site.hookconfig) and split it between the theme and
+    the shells; `nav`: the engine's navigation. Raises kb.site.generate.GenerateError."""
+    # The repository of the cells' Edit and Report links: the settings', or the checkout's origin.
+    repo_url = settings.repo_url or origin_repo(config_dir)
+    generated = generate(settings.entries, site_url or None, settings.url_lock, settings.redirects, checked=checked,
+                         repo_url=repo_url, id_lock=settings.id_lock)
     in_nav = nav_sources(nav or [])
-    rendered, filled = without(generated.pages, in_nav) if extra.get("kb_shells", True) else (generated.pages, [])
+    rendered, filled = without(generated.pages, in_nav) if settings.shells else (generated.pages, [])
     stand_ins = {kind: stand_in(kind) for kind in sorted({kind_of(p) for p in filled})}
     newest = max((p.updated for p in generated.pages if p.updated), default="2026-01-01")
     epoch = int(datetime.datetime.fromisoformat(newest + "T00:00:00+00:00").timestamp())
