@@ -34,7 +34,7 @@ MAX_ID_CHARS = 60
 MAX_SUFFIX = 99
 TODO_ISSUE = "https://github.com/TODO/TODO/issues/1"
 TODO_PR = "https://github.com/TODO/TODO/pull/1"
-ROLES = ("raises", "triggers", "involved")
+ROLES = ("raises", "triggers", "involved", "unaffected")
 KINDS = tuple(facets.KIND_NAMES)
 ARCHS = tuple(facets.ARCH_NAMES)
 # The state a link of each kind most often has when it is first reported.

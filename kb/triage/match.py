@@ -411,7 +411,7 @@ def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
     """Each hit's verdict and reason (kb.records.verdict.decide) from the facts of the log; best
     first by kb.records.verdict.rank_key."""
     for hit in hits:
-        hit.verdict, hit.why = verdict.decide(scopes[hit.entry], facts, hit.specific)
+        hit.verdict, hit.why = verdict.decide(scopes[hit.entry], facts, hit.specific, matched=list(hit.signatures))
     return sorted(hits, key=lambda h: verdict.rank_key(h.verdict, h.specific, h.score, h.entry))
 
 
