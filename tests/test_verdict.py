@@ -113,7 +113,8 @@ def _components(draw):
 @given(component=_components(), installed=_VERSIONS, label=_LABELS, gpu=st.sampled_from([None, "12.0", "9.0"]),
        decisive=st.booleans())
 def test_no_verdict_says_fixed_without_a_fix_at_or_below_the_version(component, installed, label, gpu, decisive):
-    cell = {"architectures": ["sm_120"], "components": [component], "decisive": ["line"] if decisive else [],
+    cell = {"architectures": ["sm_120"], "components": [component],
+            "decisive": [{"text": "line", "quote": "line"}] if decisive else [],
             "trigger": None}
     facts = {"gpus": None if gpu is None else [{"name": None, "compute_capability": gpu}],
              "packages": {"torch": installed + label}, "lines": {}}
@@ -121,3 +122,19 @@ def test_no_verdict_says_fixed_without_a_fix_at_or_below_the_version(component, 
         if got == "fixed":
             assert component["fixed_in"] and Version(installed) >= Version(component["fixed_in"]), why
             assert component["role"] != "unaffected", why
+
+
+@pytest.mark.slow
+def test_kb_match_applies_on_torchs_own_warning(tmp_path):
+    """Issue 33 item 1: the warning proves the build lacks sm_120; no torch version is needed.
+    The lines as torch/cuda/__init__.py prints them (pytorch#150733)."""
+    log = tmp_path / "torch.log"
+    log.write_text("torch/cuda/__init__.py:230: UserWarning:\n"
+                   "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch "
+                   "installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 "
+                   "sm_80 sm_86 sm_90.\n", encoding="utf-8")
+    hit = json.loads(_kb_match(log, "--json"))[0]
+    assert hit["entry"] == "torch-sm120-not-compatible-pytorch-install"
+    assert hit["verdict"] == "applies"
+    assert hit["why"].endswith("the line \u201cwith CUDA capability sm_120 is not compatible with the current PyTorch "
+                               "installation.\u201d proves the failure by itself, whatever versions the log shows")

@@ -265,8 +265,14 @@ def scope(entry) -> dict:
             "components": [{"package": c.package, "role": c.role, "affected": c.affected,
                             "seen_failing": c.seen_failing, "fixed_in": c.fixed_in, "builds": list(c.builds)}
                            for c in entry.components],
-            "decisive": [s.text for s in entry.signatures if s.decisive],
+            "decisive": [{"text": s.text, "quote": _quote(s)} for s in entry.signatures if s.decisive],
             "trigger": entry.trigger}
+
+
+def _quote(signature) -> str:
+    """How a reason quotes a decisive line: its match pattern when that has no placeholder (the
+    literal without the parts that vary, such as the GPU's name), else its literal."""
+    return signature.match if signature.match and "{" not in signature.match else signature.text
 
 
 class _Range:
@@ -304,7 +310,7 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
     `subject` names where the facts come from in the reason: a GPU without a line number is
     "<subject> has sm_120 (name)", and what is missing is what "<subject> does not show".
     `matched`: the texts of the signatures the log showed; one of the cell's `decisive` ones proves
-    the failure by itself.
+    the failure by itself (the reason quotes it as `_quote` gives it).
 
     - ruled-out: every GPU the log shows has an architecture the cell does not cover, or a
       package the cell ranges is outside its affected range and not fixed (the line is named);
@@ -354,7 +360,7 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
             missing.append(WORDS["unreadable"].format(package=item["package"], at=at, why=why))
         else:
             found[verdict].append(at + why)
-    proof = [text for text in cell.get("decisive", []) if text in matched]
+    proof = [line["quote"] for line in cell.get("decisive", []) if line["text"] in matched]
     if proof:
         return "applies", "; ".join(shown + found["affected"] + [WORDS["decisive"].format(text=proof[0], subject=subject)])
     for verdict, said in (("not-applicable", "ruled-out"), ("fixed", "fixed"), ("not-known", "not-known")):

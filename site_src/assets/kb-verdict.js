@@ -166,7 +166,8 @@
         found[r[0]].push(where + r[1]);
       }
     });
-    var proof = (cell.decisive || []).filter(function (text) { return matched.indexOf(text) >= 0; });
+    var proof = (cell.decisive || []).filter(function (line) { return matched.indexOf(line.text) >= 0; })
+      .map(function (line) { return line.quote; });
     if (proof.length) {
       return ["applies", shown.concat(found.affected, [fill(w.decisive, { text: proof[0], subject: subject })]).join("; ")];
     }
