@@ -146,8 +146,10 @@ def test_range_sides_and_unknown_versions():
     rtx = load(RTX_BEFORE)
     assert diagnose.judge(b12x, _with(rtx, vllm="0.25.1")) == (
         "affected", "GPU is sm_120 and vllm 0.25.1 is within ==0.25.1")
+    # Above a range with no release that fixes it: never "fixed" (issue 33 item 2).
     assert diagnose.judge(b12x, _with(rtx, vllm="0.26.0")) == (
-        "fixed", "vllm 0.26.0 is above the affected range ==0.25.1")
+        "not-known", "vllm 0.26.0 is not known to be affected: it is above the affected range ==0.25.1, "
+                     "and no release is known to fix it")
     assert diagnose.judge(b12x, _with(rtx, vllm="0.24.0")) == (
         "not-applicable", "vllm 0.24.0 is outside the affected range ==0.25.1")
     assert diagnose.judge(b12x, _with(rtx, vllm="not-a-version"))[0] == "unknown"
@@ -195,7 +197,7 @@ def test_json_shape(capsys):
     assert [c["entry"] for c in data["cells"]] == sorted(cells())
     for cell in data["cells"]:
         assert set(cell) == {"entry", "verdict", "why", "url"}
-        assert cell["verdict"] in {"affected", "fixed", "not-applicable", "unknown"}
+        assert cell["verdict"] in {"affected", "fixed", "not-known", "not-applicable", "unknown"}
         assert cell["why"]
         assert cell["url"] == site.url(site.by_id[cell["entry"]])
         assert re.fullmatch(r"e/[a-z0-9-]+/", cell["url"])

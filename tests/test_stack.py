@@ -39,7 +39,7 @@ def expected(gpu: str | None, packages: dict[str, str]) -> list[dict]:
     for cell in SITE.cells:
         decided, why = verdict.on_stack(verdict.scope(cell.entry), facts)
         out.append({"entry": cell.id, "verdict": decided, "why": why})
-    return sorted(out, key=lambda h: verdict.rank_key(h["verdict"], True, 0, h["entry"]))
+    return sorted(out, key=lambda h: verdict.rank_key(h["verdict"], True, 0, h["entry"], verdict.STACK_VERDICTS))
 
 
 def _version_of(package: str) -> str:
@@ -65,9 +65,41 @@ def _watch(page) -> list[str]:
 
 
 def test_stack_vectors_in_python():
-    assert {v["verdict"] for v in DATA["stack"]} == set(verdict.MATCH_VERDICTS)
+    assert {v["verdict"] for v in DATA["stack"]} == set(verdict.STACK_VERDICTS)
     for vector in DATA["stack"]:
         assert verdict.on_stack(vector["cell"], vector["facts"]) == (vector["verdict"], vector["why"]), vector["name"]
+
+
+def _stock_5090(gpu: str = "rtx-5090", **packages) -> dict[str, tuple[str, str]]:
+    """Every live cell's (verdict, why) for a stock RTX 5090 stack with these versions (the review's case)."""
+    facts = {"gpus": _gpu_facts(gpu), "packages": packages, "lines": {}}
+    return {cell.id: verdict.on_stack(verdict.scope(cell.entry), facts) for cell in SITE.cells}
+
+
+def test_review_cases_on_the_live_records():
+    """ux-review-2026-12-05 S1-1, on the records themselves: no "fixed" for a version only outside
+    the versions seen failing, a cu126 torch of a later release applies, SGLang failures do not
+    apply to a vLLM-only stack, and a stock RTX 5090 with vLLM 0.28.0 is told the trigger."""
+    got = _stock_5090(vllm="0.28.0", flashinfer="0.6.16")
+    assert got["b12x-moe-workspace-oom-profile-run"] == \
+        ("not-known", "vllm 0.28.0 is not known to be affected (only 0.25.1 was seen failing)")
+    for sglang in ("sglang-fp8-lm-head-weight-scale-repetition", "sglang-trtllm-mha-backend-sm100-only-sm120"):
+        assert got[sglang] == ("when", "only if you use SGLang (your stack does not name it)"), sglang
+    mla = got["mla-decode-fp8-kv-triton-shared-memory"]
+    assert mla[0] == "when" and mla[1].endswith("applies when you use or pass: an MLA model (Kimi-K2.6, "
+                                               "DeepSeek-V2-Lite) with --kv-cache-dtype fp8"), mla
+    applies = [i for i, (v, _) in got.items() if v == "applies"]
+    # Only entries vLLM (or a package the stack names) raises or triggers, with no trigger recorded.
+    for cell_id in applies:
+        scope = verdict.scope(SITE.by_id[cell_id].entry)
+        assert scope["trigger"] is None
+        assert {c["package"] for c in scope["components"] if c["role"] not in verdict.PASSIVE} & {"vllm", "flashinfer"}
+    assert len(applies) < 31  # the review counted 31 before roles and triggers
+    torch = _stock_5090(torch="2.8.0+cu126")["torch-sm120-not-compatible-pytorch-install"]
+    assert torch == ("applies", "your stack has sm_120 (RTX 5090), which the entry covers; "
+                                "torch 2.8.0+cu126 is a +cu126 build, which fails at any version")
+    assert _stock_5090(torch="2.8.0+cu128")["torch-sm120-not-compatible-pytorch-install"][0] == "not-known"
+    assert _stock_5090(torch="2.8.0")["torch-sm120-not-compatible-pytorch-install"][0] == "unknown"
 
 
 @pytest.mark.slow

@@ -21,7 +21,8 @@ LOGS = ROOT / "tests" / "corpus" / "logs"
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
 def test_verdict_vectors(vector):
-    assert verdict.decide(vector["cell"], vector["facts"], vector["specific"]) == (vector["verdict"], vector["why"])
+    got = verdict.decide(vector["cell"], vector["facts"], vector["specific"], matched=vector.get("matched", []))
+    assert got == (vector["verdict"], vector["why"])
 
 
 def test_vectors_cover_every_verdict_and_generic_lines():
@@ -83,3 +84,57 @@ def test_triage_page_shows_each_cells_verdict(live_site, page):
         page.wait_for_selector("#kb-triage[data-results]")
         shown = page.locator(".kb-triage__verdict").all_inner_texts()
     assert shown == [f"{verdict.MATCH_TITLES[h['verdict']]}: {h['why']}" for h in expected]
+
+
+# --- the property: "fixed" needs a release that holds the fix (issue 33 item 2) ------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from packaging.version import Version  # noqa: E402
+
+_VERSIONS = st.builds(lambda a, b, c: f"{a}.{b}.{c}", st.integers(0, 3), st.integers(0, 3), st.integers(0, 3))
+_LABELS = st.sampled_from(["", "+cu126", "+cu128"])
+_SPANS = st.one_of(st.none(), _VERSIONS.map(lambda v: "==" + v), _VERSIONS.map(lambda v: "<" + v),
+                   _VERSIONS.map(lambda v: ">=" + v), st.tuples(_VERSIONS, _VERSIONS).map(lambda p: f">={p[0]},<{p[1]}"))
+
+
+@st.composite
+def _components(draw):
+    span, fixed_in = draw(_SPANS), draw(st.one_of(st.none(), _VERSIONS))
+    seen = draw(st.booleans()) and span is not None
+    if span is None and fixed_in is None:
+        fixed_in = draw(_VERSIONS)
+    return {"package": "torch", "role": draw(st.sampled_from(["raises", "triggers", "involved", "unaffected"])),
+            "affected": None if seen else span, "seen_failing": span if seen else None, "fixed_in": fixed_in,
+            "builds": draw(st.sampled_from([[], ["+cu126"]]))}
+
+
+@settings(max_examples=400, deadline=None)
+@given(component=_components(), installed=_VERSIONS, label=_LABELS, gpu=st.sampled_from([None, "12.0", "9.0"]),
+       decisive=st.booleans())
+def test_no_verdict_says_fixed_without_a_fix_at_or_below_the_version(component, installed, label, gpu, decisive):
+    cell = {"architectures": ["sm_120"], "components": [component],
+            "decisive": [{"text": "line", "quote": "line"}] if decisive else [],
+            "trigger": None}
+    facts = {"gpus": None if gpu is None else [{"name": None, "compute_capability": gpu}],
+             "packages": {"torch": installed + label}, "lines": {}}
+    for got, why in (verdict.decide(cell, facts, True, matched=["line"]), verdict.on_stack(cell, facts)):
+        if got == "fixed":
+            assert component["fixed_in"] and Version(installed) >= Version(component["fixed_in"]), why
+            assert component["role"] != "unaffected", why
+
+
+@pytest.mark.slow
+def test_kb_match_applies_on_torchs_own_warning(tmp_path):
+    """Issue 33 item 1: the warning proves the build lacks sm_120; no torch version is needed.
+    The lines as torch/cuda/__init__.py prints them (pytorch#150733)."""
+    log = tmp_path / "torch.log"
+    log.write_text("torch/cuda/__init__.py:230: UserWarning:\n"
+                   "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch "
+                   "installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 "
+                   "sm_80 sm_86 sm_90.\n", encoding="utf-8")
+    hit = json.loads(_kb_match(log, "--json"))[0]
+    assert hit["entry"] == "torch-sm120-not-compatible-pytorch-install"
+    assert hit["verdict"] == "applies"
+    assert hit["why"].endswith("the line \u201cwith CUDA capability sm_120 is not compatible with the current PyTorch "
+                               "installation.\u201d proves the failure by itself, whatever versions the log shows")

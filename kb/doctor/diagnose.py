@@ -112,10 +112,15 @@ def applies_sentence(entry, name: Callable[[str], str] = lambda p: p) -> str:
     archs = _or(list(entry.hardware.architectures))
     parts = []
     for c in ranged(entry):
+        builds = f" or is a {_or(list(c.builds))} build" if c.builds else ""
         if c.affected:
-            parts.append(f"{name(c.package)} is in {c.affected}" + (f" (fixed in {c.fixed_in})" if c.fixed_in else ""))
+            parts.append(f"{name(c.package)} is in {c.affected}" + (f" (fixed in {c.fixed_in})" if c.fixed_in else "")
+                         + builds)
+        elif c.seen_failing:
+            parts.append(f"{name(c.package)} is in {c.seen_failing} (the versions seen failing)"
+                         + (f" (fixed in {c.fixed_in})" if c.fixed_in else "") + builds)
         else:
-            parts.append(f"{name(c.package)} is older than {c.fixed_in}, the version that fixes it")
+            parts.append(f"{name(c.package)} is older than {c.fixed_in}, the version that fixes it" + builds)
     if parts:
         return f"Applies when the GPU is {archs} and " + " and ".join(parts) + "."
     packages = [name(p) for p in dict.fromkeys(c.package for c in entry.components)]

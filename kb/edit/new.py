@@ -34,7 +34,7 @@ MAX_ID_CHARS = 60
 MAX_SUFFIX = 99
 TODO_ISSUE = "https://github.com/TODO/TODO/issues/1"
 TODO_PR = "https://github.com/TODO/TODO/pull/1"
-ROLES = ("raises", "triggers", "involved")
+ROLES = ("raises", "triggers", "involved", "unaffected")
 KINDS = tuple(facets.KIND_NAMES)
 ARCHS = tuple(facets.ARCH_NAMES)
 # The state a link of each kind most often has when it is first reported.
@@ -296,6 +296,9 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         "# Why it happens, in one sentence of at most 35 words taken from the mechanism (the card's Cause line);",
         "# delete it to show the mechanism's first sentence instead. It must not repeat the summary (rule KB080).",
         f"cause: {quote('TODO: why it happens, in one sentence')}",
+        "# What a stack must use or pass for it to happen (a flag, a model kind), if the sources say so;",
+        "# My stack then shows it as applying only when you use or pass it. Delete it if any stack hits it.",
+        f"trigger: {quote('TODO: the flag or model kind that makes it happen, or delete the line')}",
         f"# One or more of: {', '.join(facets.SYMPTOM_NAMES)}.",
         f"symptoms: [{guess_symptom(r.text)}]",
         "status:",

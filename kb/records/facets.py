@@ -68,7 +68,7 @@ ARCH_NAMES = {"sm_120": "sm_120 (RTX PRO 6000 / 5000, RTX 50xx)", "sm_121": "sm_
 KIND_NAMES = {"exception": "exception", "log-line": "log line", "kernel-message": "kernel message",
               "symptom": "symptom"}
 
-ROLES = ("raises", "triggers", "involved")
+ROLES = ("raises", "triggers", "involved", "unaffected")
 REMEDY_KINDS = ("version-upgrade", "flag", "env-var", "config", "patch")
 RELATED_HOW = ("same-root-number", "look-alike", "same-component", "same-symptom")
 

@@ -305,6 +305,12 @@ RULES = {rule.code: rule for rule in [
             bad="measurements:\n  - {quantity: Gap between kernel launches, unit: s, value: 2.5e-10,\n"
                 f"     conditions: {{hardware: GB10}}, source: {_PR}, as_of: 2026-09}}"),
     # Reproductions (kb.records.reproduction): what `kb repro` re-runs.
+    RuleDoc("KB084", "decisive-names-the-arch", "A signature marked decisive proves the failure by itself, so a log showing it applies whatever versions it lacks: it is a line the failing program prints (not a symptom, not generic) that names the GPU architecture (sm_120, compute_120a, SM 12.0, capability 120) or says the build lacks it (torch's 'is not compatible with the current PyTorch installation', ptxas's 'is not defined for option 'gpu-name'', nvcc's 'Unsupported gpu architecture').",
+            good='signatures:\n  - {text: "ptxas fatal   : Value \'sm_120\' is not defined for option \'gpu-name\'", kind: log-line, decisive: true}\n',
+            bad='signatures:\n  - {text: "triton.runtime.errors.OutOfResources: out of resource: shared memory", kind: exception, decisive: true}\n'),
+    RuleDoc("KB085", "known-bad-or-range", "A component gives either affected, a range whose bounds were checked (the first bad release, the fix), or seen_failing, only the versions seen failing (any other version is then not known to be affected), never both; builds (local version labels such as '+cu126' whose builds fail at any version) comes with one of them, the range for the other builds.",
+            good="components: [{package: vllm, role: triggers, seen_failing: '==0.25.1'}]",
+            bad="components: [{package: vllm, role: triggers, seen_failing: '==0.25.1', affected: '>=0.25.0'}]"),
     RuleDoc("KB090", "reproduction-shows-literal", "A reproduction records what its run printed (`kb repro --write ID` records it), and that output shows one of the entry's signatures, each line compared as kb match compares it (normalised, the match pattern applied).",
          good=_CVT_SIG + _cvt_repro(_CVT_OUT),
          bad=_CVT_SIG + _cvt_repro("ptxas cvt-e2m1x2-sm120.ptx, line 9; error   : Feature 'cvt.e2m1x2.f32' not supported on .target 'sm_120'")),

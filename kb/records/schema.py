@@ -316,6 +316,18 @@ class Signature(Record):
     note: Text | None = None
     # A string many unrelated failures print (a CUDA error): its page says it does not identify the cell.
     generic: bool = False
+    # The line proves the failure by itself (torch's own "not compatible" warning, a tool refusing the
+    # architecture): a log showing it gets the verdict "applies" whatever versions it lacks (KB084).
+    decisive: bool = False
+
+    @model_validator(mode="after")
+    def _decisive_names_the_arch(self) -> "Signature":
+        if self.decisive and (self.generic or self.kind == "symptom" or not decisive_line(self.text)):
+            _fail("KB084", "decisive: true is for a line printed by the failing program that names the GPU "
+                  "architecture (sm_120, compute_120a, SM 12.0, capability 120) or says the build lacks it; "
+                  "this one is {why}: drop decisive", why="marked generic" if self.generic else
+                  "a symptom, written by a person" if self.kind == "symptom" else "neither")
+        return self
 
     @field_validator("match")
     @classmethod
@@ -382,6 +394,22 @@ class Evidence(Record):
         return terms
 
 
+# What a decisive line must hold (KB084): an architecture named as tools and checks print it, or
+# the words of a program saying its build lacks the running GPU's architecture.
+_ARCH_NAMED = re.compile(r"(?i)\b(?:sm|compute)_?[0-9]{2,3}[a-z]?\b|\bSM ?[0-9]{2}\.[0-9x]\b|capability (?:sm_)?[0-9]{2,3}\b")
+BUILD_LACKS = ("is not compatible with the current pytorch installation", "unsupported gpu architecture",
+               "is not defined for option 'gpu-name'")
+
+
+def decisive_line(text: str) -> bool:
+    """Whether a literal names an architecture or says the build lacks it (KB084)."""
+    return bool(_ARCH_NAMED.search(text)) or any(words in text.lower() for words in BUILD_LACKS)
+
+
+# A local version label (PEP 440, after the '+'), as a component's `builds` lists it: '+cu126'.
+BUILD_PATTERN = r"^\+[a-z0-9]+(\.[a-z0-9]+)*$"
+
+
 class Hardware(Record):
     architectures: list[Arch] = Field(min_length=1, max_length=4)
     gpus: list[Text] = Field(min_length=1, max_length=20)
@@ -390,7 +418,14 @@ class Hardware(Record):
 class Component(Record):
     package: Package
     role: Literal[facets.ROLES]
+    # `affected`: the range whose bounds were checked (first bad release, the fix); above it a version
+    # reads as fixed only at or past `fixed_in`. `seen_failing`: the versions seen failing and nothing
+    # more, so any other version is "not known to be affected" (KB085: one or the other).
     affected: Specifier | None = None
+    seen_failing: Specifier | None = None
+    # Local version labels whose builds fail at any version (torch '+cu126'): where the record gives
+    # them, a version without a label cannot be decided outside the range (kb.records.verdict).
+    builds: list[Annotated[str, Field(pattern=BUILD_PATTERN, max_length=30)]] = Field(default=[], max_length=20)
     fixed_in: VersionStr | None = None
     fixed_commit: Annotated[str, Field(pattern=COMMIT_PATTERN)] | None = None
     fixed_by: Annotated[str, Field(max_length=300), AfterValidator(_pull_request)] | None = None
@@ -399,6 +434,12 @@ class Component(Record):
     @model_validator(mode="after")
     def _fix_has_version(self) -> "Component":
         # After the fields: a fixed_in or fixed_commit that failed its own check is reported once, there.
+        if self.affected and self.seen_failing:
+            _fail("KB085", "give affected (a range whose bounds were checked) or seen_failing (only the versions "
+                  "seen failing), not both")
+        if self.builds and not (self.affected or self.seen_failing):
+            _fail("KB085", "builds lists the local labels that fail at any version; give the range that holds "
+                  "for the other builds too (affected or seen_failing)")
         if self.fixed_by and not (self.fixed_in or self.fixed_commit):
             _fail("KB056", "fixed_by names the pull request that fixes it but not where the fix is: add fixed_in "
                   "(the first release that contains it) or fixed_commit (its merge commit on main)")
@@ -530,6 +571,9 @@ class Entry(Record):
     # Why it happens, in one sentence: the answer card's Cause line (kb.records.cause). Without it
     # the card shows the mechanism's first sentence; KB080 checks the one shown.
     cause: Text | None = None
+    # What a stack must use or pass for the failure to happen (a flag, a model kind), when the record
+    # says it: My stack shows the entry as "applies when you use or pass" it.
+    trigger: Text | None = None
     symptoms: list[SymptomClass] = Field(min_length=1, max_length=6)
     status: Status
     signatures: list[Signature] = Field(min_length=1, max_length=20)

@@ -28,8 +28,13 @@ if TYPE_CHECKING:  # packaging loads when a version is compared: `kb match` impo
     from packaging.specifiers import Specifier
     from packaging.version import Version
 
-VERDICTS = ("affected", "fixed", "unknown", "not-applicable")
-TITLES = {"affected": "Affected", "fixed": "Fixed", "unknown": "Unknown", "not-applicable": "Not applicable"}
+VERDICTS = ("affected", "fixed", "not-known", "unknown", "not-applicable")
+TITLES = {"affected": "Affected", "fixed": "Fixed", "unknown": "Unknown", "not-known": "Not known to be affected",
+          "not-applicable": "Not applicable"}
+# Roles that never make a cell apply: a package the failure passes through, or one listed because it
+# does not fail. Their ranges may still rule a cell out or show it fixed (involved) or are ignored
+# (unaffected).
+PASSIVE = ("involved", "unaffected")
 
 
 def _or(words: list[str]) -> str:
@@ -56,15 +61,29 @@ def _side(spec: Specifier, version: Version) -> str | None:
 
 
 def ranged(entry) -> list:
-    return [c for c in entry.components if c.affected or c.fixed_in]
+    """The components whose versions decide: a range, a known-bad set or a fix, and a role other
+    than unaffected (a package listed only because it does not fail never decides)."""
+    return [c for c in entry.components if c.role != "unaffected" and (c.affected or c.seen_failing or c.fixed_in)]
 
 
 def _component(component, facts) -> tuple[str, str]:
     return _package(component, facts.packages)
 
 
+def shown_span(span: str) -> str:
+    """A range as the reasons show it: a single '==X' is the version X."""
+    return span[2:] if span.startswith("==") and "," not in span and not span.startswith("===") else span
+
+
 def _package(component, packages: dict) -> tuple[str, str]:
-    """(verdict, why) of one component with a range, given the versions known (name -> version)."""
+    """(verdict, why) of one component with a range, given the versions known (name -> version).
+
+    `affected` is a range whose bounds were checked: a version inside is affected, one below it is
+    outside (not-applicable), one above it is fixed only at or past `fixed_in` (a release that holds
+    the fix) and otherwise "not-known". `seen_failing` holds only the versions seen failing: any
+    other version is "not-known" (or fixed, past `fixed_in`). A version whose local label is one of
+    `builds` is affected whatever its number; where `builds` is given, a version outside the range
+    that shows no label cannot be decided."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -78,16 +97,26 @@ def _package(component, packages: dict) -> tuple[str, str]:
         version = Version(installed)
     except InvalidVersion:
         return "unknown", WORDS["not_pep440"].format(name=name, quoted=repr(installed))
-    span = component.affected or f"<{component.fixed_in}"
-    said = {"name": name, "installed": installed, "span": span, "fixed_in": component.fixed_in}
+    builds = list(component.builds or [])
+    label = "+" + version.local if version.local else None
+    said = {"name": name, "installed": installed, "fixed_in": component.fixed_in, "label": label,
+            "builds": ", ".join(builds)}
+    if label in builds:
+        return "affected", WORDS["build_affected"].format(**said)
+    span = component.affected or component.seen_failing or f"<{component.fixed_in}"
+    said["span"] = shown_span(span) if component.seen_failing else span
     spec = SpecifierSet(span)
     if spec.contains(version, prereleases=True):
-        return "affected", WORDS["within"].format(**said)
+        return "affected", WORDS["seen" if component.seen_failing else "within"].format(**said)
     if component.fixed_in and version >= Version(component.fixed_in):
         return "fixed", WORDS["at_fix"].format(**said)
+    if builds and label is None:
+        return "unknown", WORDS["build_unknown"].format(**said)
+    if component.seen_failing:
+        return "not-known", WORDS["only_seen"].format(**said)
     sides = [_side(s, version) for s in spec if not s.contains(version, prereleases=True)]
     if sides and all(side == "above" for side in sides):
-        return "fixed", WORDS["above_range"].format(**said)
+        return "not-known", WORDS["above_range"].format(**said)
     return "not-applicable", WORDS["outside_range"].format(**said)
 
 
@@ -109,12 +138,13 @@ def judge(entry, facts) -> tuple[str, str]:
     with_range = ranged(entry)
     if with_range:
         results = [_component(c, facts) for c in with_range]
-        for verdict in ("fixed", "not-applicable", "unknown"):
+        for verdict in ("fixed", "not-applicable", "not-known", "unknown"):
             whys = [why for v, why in results if v == verdict]
             if whys:
                 return verdict, "; ".join(whys)
         return "affected", f"{gpu} and " + " and ".join(why for _, why in results)
-    packages = list(dict.fromkeys(c.package for c in entry.components))
+    packages = (list(dict.fromkeys(c.package for c in entry.components if c.role not in PASSIVE))
+                or list(dict.fromkeys(c.package for c in entry.components)))
     installed = [f"{p} {facts.packages[p]}" for p in packages if facts.packages.get(p)]
     if installed:
         return "affected", (f"{gpu} and {', '.join(installed)} {'is' if len(installed) == 1 else 'are'} installed; "
@@ -130,10 +160,18 @@ def judge(entry, facts) -> tuple[str, str]:
 # --- a log's verdict on a cell its text matched (kb match, the triage page) ------------------------
 
 # Best first: how `kb match` and the triage page rank the cells a log's text matched.
-MATCH_VERDICTS = ("applies", "unknown", "fixed", "ruled-out")
+MATCH_VERDICTS = ("applies", "unknown", "not-known", "fixed", "ruled-out")
 # How `kb match` and the triage page name them.
 MATCH_TITLES = {"applies": "Applies", "unknown": "Text matches, environment unknown",
+                "not-known": "Text matches, not known to be affected",
                 "fixed": "Fixed in your version", "ruled-out": "Text matches, ruled out"}
+# My stack's order (`on_stack`): "when" is a cell that applies only if the stack uses its serving
+# engine or passes its trigger, which no log decides.
+STACK_VERDICTS = ("applies", "when", "unknown", "not-known", "fixed", "ruled-out")
+# The serving engines: a cell one of them raises or triggers applies to a stack only when the stack
+# runs it (`on_stack`); package -> the name the reasons give.
+ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TensorRT-LLM", "llama.cpp": "llama.cpp",
+           "gpustack": "GPUStack", "ollama": "Ollama", "lmdeploy": "LMDeploy"}
 
 # A compute capability and an architecture name, both ways, as data the pages run too (`export`):
 # 'major.minor' -> sm_<major><minor> ('12.0' -> 'sm_120'; leading zeros dropped, as int() drops
@@ -171,9 +209,15 @@ WORDS = {
     "not_installed": "{name} is not installed",
     "not_pep440": "{name} version {quoted} is not a PEP 440 version",
     "within": "{name} {installed} is within {span}",
+    "seen": "{name} {installed} was seen failing ({span})",
     "at_fix": "{name} {installed} is at or above the fix in {fixed_in}",
-    "above_range": "{name} {installed} is above the affected range {span}",
+    "above_range": "{name} {installed} is not known to be affected: it is above the affected range {span}, "
+                   "and no release is known to fix it",
+    "only_seen": "{name} {installed} is not known to be affected (only {span} was seen failing)",
     "outside_range": "{name} {installed} is outside the affected range {span}",
+    "build_affected": "{name} {installed} is a {label} build, which fails at any version",
+    "build_unknown": "{name} {installed} shows no build label: {builds} builds fail at any version, "
+                     "other builds only within {span}",
     "generic": "; the matched line is generic (other GPUs print it too)",
     "gpu_at_line": "line {line} shows {arch}",
     "gpu_of_subject": "{subject} has {arch}",
@@ -183,6 +227,9 @@ WORDS = {
     "no_arch": "the GPU's sm_ number (the entry covers {listed})",
     "no_version": "the {package} version ({range})",
     "range_affected": "affected: {affected}",
+    "range_seen": "seen failing: {seen_failing}",
+    "range_builds": "; {builds} builds at any version",
+    "decisive": "the line \u201c{text}\u201d proves the failure by itself, whatever versions {subject} shows",
     "range_and_fix": ", fixed in {fixed_in}",
     "range_fix": "fixed in {fixed_in}",
     "unreadable": "a {package} version PEP 440 reads ({at}{why})",
@@ -192,6 +239,8 @@ WORDS = {
     "stack": "your stack",
     "stack_unnamed": "{subject} does not name {packages}, which would decide ({why})",
     "unranged": "; {packages}: the record gives no version range, so any version counts",
+    "if_used": "only if you use {engines} ({subject} does not name {them})",
+    "when": "; applies when you use or pass: {trigger}",
 }
 
 
@@ -203,27 +252,47 @@ def architecture_table() -> dict:
 def export() -> dict:
     """What kbVerdict (kb-verdict.js) runs on, written into triage/patterns.json and stack/stack.json:
     the verdicts' order, the reasons' words and the capability table."""
-    return {"order": list(MATCH_VERDICTS), "words": WORDS, "architecture": architecture_table()}
+    return {"order": list(MATCH_VERDICTS), "stack_order": list(STACK_VERDICTS), "words": WORDS,
+            "engines": ENGINES, "architecture": architecture_table()}
 
 
 def scope(entry) -> dict:
-    """What `decide` needs of a cell (and the triage page gets in triage/patterns.json): the
-    architectures it covers and each component's package, affected range and fixed_in."""
+    """What `decide` and `on_stack` need of a cell (and the pages get in triage/patterns.json and
+    stack/stack.json): the architectures it covers; each component's package, role, range
+    (affected or seen_failing), fixed_in and failing builds; the texts of its decisive signatures;
+    its trigger."""
     return {"architectures": list(entry.hardware.architectures),
-            "components": [{"package": c.package, "affected": c.affected, "fixed_in": c.fixed_in}
-                           for c in entry.components]}
+            "components": [{"package": c.package, "role": c.role, "affected": c.affected,
+                            "seen_failing": c.seen_failing, "fixed_in": c.fixed_in, "builds": list(c.builds)}
+                           for c in entry.components],
+            "decisive": [{"text": s.text, "quote": _quote(s)} for s in entry.signatures if s.decisive],
+            "trigger": entry.trigger}
+
+
+def _quote(signature) -> str:
+    """How a reason quotes a decisive line: its match pattern when that has no placeholder (the
+    literal without the parts that vary, such as the GPU's name), else its literal."""
+    return signature.match if signature.match and "{" not in signature.match else signature.text
 
 
 class _Range:
     def __init__(self, item: dict):
         self.package, self.affected, self.fixed_in = item["package"], item["affected"], item["fixed_in"]
+        self.seen_failing, self.builds = item.get("seen_failing"), item.get("builds") or []
+
+
+def _decides(item: dict) -> bool:
+    """Whether a component's versions decide a cell (`ranged`, on a scope's item)."""
+    return item.get("role") != "unaffected" and bool(item["affected"] or item.get("seen_failing") or item["fixed_in"])
 
 
 def _range_words(item: dict) -> str:
-    if item["affected"]:
-        return (WORDS["range_affected"].format(affected=item["affected"])
-                + (WORDS["range_and_fix"].format(fixed_in=item["fixed_in"]) if item["fixed_in"] else ""))
-    return WORDS["range_fix"].format(fixed_in=item["fixed_in"])
+    builds = WORDS["range_builds"].format(builds=", ".join(item["builds"])) if item.get("builds") else ""
+    if item["affected"] or item.get("seen_failing"):
+        said = (WORDS["range_affected"].format(affected=item["affected"]) if item["affected"]
+                else WORDS["range_seen"].format(seen_failing=shown_span(item["seen_failing"])))
+        return said + (WORDS["range_and_fix"].format(fixed_in=item["fixed_in"]) if item["fixed_in"] else "") + builds
+    return WORDS["range_fix"].format(fixed_in=item["fixed_in"]) + builds
 
 
 def _at(facts: dict, key: str) -> str:
@@ -231,7 +300,8 @@ def _at(facts: dict, key: str) -> str:
     return WORDS["at_line"].format(line=line) if line else ""
 
 
-def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the log") -> tuple[str, str]:
+def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the log",
+           matched: list[str] | tuple = ()) -> tuple[str, str]:
     """(verdict, why) of a cell whose text a log matched: one of MATCH_VERDICTS.
 
     `cell` is `scope(entry)`; `facts` what the log says (LogFacts.as_json(): `gpus`, None when
@@ -239,15 +309,20 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
     number); `specific`: some signature that matched is not marked `generic`, or an evidence item did.
     `subject` names where the facts come from in the reason: a GPU without a line number is
     "<subject> has sm_120 (name)", and what is missing is what "<subject> does not show".
+    `matched`: the texts of the signatures the log showed; one of the cell's `decisive` ones proves
+    the failure by itself (the reason quotes it as `_quote` gives it).
 
     - ruled-out: every GPU the log shows has an architecture the cell does not cover, or a
       package the cell ranges is outside its affected range and not fixed (the line is named);
-    - fixed: a package is at or past the cell's fixed_in (or above its whole affected range);
+    - fixed: a package is at or past the cell's fixed_in (a release that holds the fix);
+    - not-known: a package is outside the versions seen failing, or above the affected range with
+      no release known to fix it: nothing says it fails there, nothing says it was fixed;
     - unknown: nothing rules it out but the log does not show what would decide (the GPU's sm_
       number, a ranged package's version), which the reason names;
     - applies: the log shows a GPU the entry covers and every ranged package in range (a package
-      without a range: any version). So a generic line alone never applies without an
-      architecture fact, and the reason says when the line is generic.
+      without a range: any version), or, unless its GPU rules the cell out, a decisive line,
+      whatever the versions. So a generic line alone never applies without an architecture fact,
+      and the reason says when the line is generic.
     """
     listed = ", ".join(cell["architectures"])
     generic = "" if specific else WORDS["generic"]
@@ -273,9 +348,9 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
             return "ruled-out", WORDS["not_covered"].format(gpus="; ".join(seen(g, a) for g, a in zip(gpus, archs)),
                                                             listed=listed, generic=generic)
     packages = facts.get("packages", {})
-    found: dict[str, list[str]] = {"fixed": [], "not-applicable": [], "affected": []}
+    found: dict[str, list[str]] = {"fixed": [], "not-applicable": [], "not-known": [], "affected": []}
     for item in cell["components"]:
-        if not (item["affected"] or item["fixed_in"]):
+        if not _decides(item):
             continue
         verdict, why = _package(_Range(item), packages)
         at = _at(facts, "packages." + item["package"])
@@ -285,10 +360,12 @@ def decide(cell: dict, facts: dict, specific: bool = True, subject: str = "the l
             missing.append(WORDS["unreadable"].format(package=item["package"], at=at, why=why))
         else:
             found[verdict].append(at + why)
-    if found["not-applicable"]:
-        return "ruled-out", "; ".join(found["not-applicable"]) + generic
-    if found["fixed"]:
-        return "fixed", "; ".join(found["fixed"]) + generic
+    proof = [line["quote"] for line in cell.get("decisive", []) if line["text"] in matched]
+    if proof:
+        return "applies", "; ".join(shown + found["affected"] + [WORDS["decisive"].format(text=proof[0], subject=subject)])
+    for verdict, said in (("not-applicable", "ruled-out"), ("fixed", "fixed"), ("not-known", "not-known")):
+        if found[verdict]:
+            return said, "; ".join(found[verdict]) + generic
     if missing:
         said = WORDS["said"].format(said="; ".join(shown + found["affected"])) if shown or found["affected"] else ""
         return "unknown", WORDS["would_decide"].format(subject=subject, missing=" or ".join(missing), said=said,
@@ -300,29 +377,41 @@ STACK = WORDS["stack"]  # how the reasons of `on_stack` name what the reader gav
 
 
 def on_stack(cell: dict, facts: dict) -> tuple[str, str]:
-    """(verdict, why) of a cell for a stack a reader describes on the /stack/ page (its twin is
-    `kbVerdict.stack` in kb-verdict.js, run on the vectors' `stack` list): `decide` on the stack's
-    facts (`gpus`: the GPU or architecture chosen, without a line number, or None; `packages`:
-    the versions given), worded for the stack. No log text matched, so a cell that would apply
-    but whose packages the stack names none of stays unknown: nothing says the reader runs them.
+    """(verdict, why) of a cell for a stack a reader describes on the /stack/ page, one of
+    STACK_VERDICTS (its twin is `kbVerdict.stack` in kb-verdict.js, run on the vectors' `stack`
+    list): `decide` on the stack's facts (`gpus`: the GPU or architecture chosen, without a line
+    number, or None; `packages`: the versions given), worded for the stack. No log text matched, so
+    a cell that `decide` lets apply
+    - is "when" if a serving engine (ENGINES) raises or triggers it and the stack names none of
+      them: it applies only if the reader uses that engine;
+    - stays unknown if the stack names none of the packages that raise or trigger it (an involved
+      or unaffected package never makes a cell apply): nothing says the reader runs them;
+    - is "when" if the record gives a trigger (a flag, a model kind), named in the reason.
     Only the tests call it: the site runs the JavaScript twin; this is the reference it is held to."""
     verdict, why = decide(cell, facts, True, STACK)
     if verdict != "applies":
         return verdict, why
-    packages = list(dict.fromkeys(item["package"] for item in cell["components"]))
     given = facts.get("packages", {})
+    active = list(dict.fromkeys(item["package"] for item in cell["components"] if item.get("role") not in PASSIVE))
+    engines = [p for p in active if p in ENGINES]
+    if engines and not any(p in given for p in engines):
+        return "when", WORDS["if_used"].format(engines=_or([ENGINES[p] for p in engines]), subject=STACK,
+                                               them="it" if len(engines) == 1 else "them")
+    packages = active or list(dict.fromkeys(item["package"] for item in cell["components"]))
     named = [p for p in packages if p in given]
     if not named:
         return "unknown", WORDS["stack_unnamed"].format(subject=STACK, packages=_or(packages), why=why)
-    ranged_packages = {item["package"] for item in cell["components"] if item["affected"] or item["fixed_in"]}
+    ranged_packages = {item["package"] for item in cell["components"] if _decides(item)}
     unranged = [f"{p} {given[p]}" for p in named if p not in ranged_packages]
     if unranged:
         why += WORDS["unranged"].format(packages=", ".join(unranged))
+    if cell.get("trigger"):
+        return "when", why + WORDS["when"].format(trigger=cell["trigger"])
     return verdict, why
 
 
-def rank_key(verdict: str, specific: bool, score: float, entry: str) -> tuple:
+def rank_key(verdict: str, specific: bool, score: float, entry: str, order: tuple = MATCH_VERDICTS) -> tuple:
     """How `kb match` and the triage page order matched cells: ruled-out cells last; among the
-    rest a cell only generic lines matched below every other; then by verdict (MATCH_VERDICTS),
-    score (higher first) and id."""
-    return (verdict == "ruled-out", not specific, MATCH_VERDICTS.index(verdict), -score, entry)
+    rest a cell only generic lines matched below every other; then by verdict (`order`:
+    MATCH_VERDICTS, or STACK_VERDICTS on My stack), score (higher first) and id."""
+    return (verdict == "ruled-out", not specific, order.index(verdict), -score, entry)

@@ -27,8 +27,9 @@ URL = "stack/"
 DATA = "stack/stack.json"
 SHOWN_PACKAGES = 8  # inputs shown at once; the rest are under "More packages"
 # How the page names the verdicts of `kb.records.verdict.on_stack` (no log text matched here).
-TITLES = {"applies": "Applies", "unknown": "Environment unknown", "fixed": "Fixed in your version",
-          "ruled-out": "Ruled out"}
+TITLES = {"applies": "Applies", "when": "Applies when you use or pass \u2026",
+          "unknown": "Environment unknown", "not-known": "Not known to be affected",
+          "fixed": "Fixed in your version", "ruled-out": "Ruled out"}
 
 
 @dataclass(frozen=True)

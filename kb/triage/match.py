@@ -420,7 +420,7 @@ def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
     the log's GPU (logfacts.without_own)."""
     facts = logfacts.without_own(facts, set().union(*(hit.own for hit in hits)))
     for hit in hits:
-        hit.verdict, hit.why = verdict.decide(scopes[hit.entry], facts, hit.specific)
+        hit.verdict, hit.why = verdict.decide(scopes[hit.entry], facts, hit.specific, matched=list(hit.signatures))
     return sorted(hits, key=lambda h: verdict.rank_key(h.verdict, h.specific, h.score, h.entry))
 
 

@@ -115,7 +115,8 @@
       hit.signatures.forEach(function (s) { if (s[1] > best[1]) best = s; });
       hit.signature = best[0];
       hit.specific = !!hit.specific;
-      var decided = kbVerdict.decide(e.verdict, e.cells[hit.entry], facts, hit.specific);
+      var decided = kbVerdict.decide(e.verdict, e.cells[hit.entry], facts, hit.specific, undefined,
+                                     hit.signatures.map(function (s) { return s[0]; }));
       hit.verdict = decided[0];
       hit.why = decided[1];
       return hit;

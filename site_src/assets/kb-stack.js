@@ -122,7 +122,7 @@
     verdict.appendChild(text("strong", "", d.verdicts[hit.verdict]));
     verdict.appendChild(document.createTextNode(": " + hit.why));
     li.appendChild(verdict);
-    if (hit.verdict === "applies" || hit.verdict === "unknown") {
+    if (hit.verdict === "applies" || hit.verdict === "when" || hit.verdict === "unknown") {
       var now = cell.do_now, line = text("p", "kb-stack__do");
       line.appendChild(text("strong", "", "Do now: "));
       if (now.label) line.appendChild(document.createTextNode(now.label + ": "));
@@ -153,17 +153,26 @@
     status.textContent = "Deciding\u2026";
     load().then(function (d) {
       var stackFacts = facts(choices);
+      var order = d.verdict.stack_order;
       var hits = kbVerdict.rank(d.verdict, d.cells.map(function (cell) {
         var decided = kbVerdict.stack(d.verdict, cell.scope, stackFacts);
         return { cell: cell, entry: cell.id, verdict: decided[0], why: decided[1], specific: true, score: 0 };
-      }));
+      }), order);
       var counts = [];
-      d.verdict.order.forEach(function (v) {
+      order.forEach(function (v) {
         var group = hits.filter(function (h) { return h.verdict === v; });
         if (!group.length) return;
         counts.push(d.verdicts[v] + ": " + group.length);
-        var section = text("section", "kb-stack__group kb-stack__group--" + v);
-        section.appendChild(text("h2", "", d.verdicts[v] + " (" + group.length + ")"));
+        // Ruled out is the long tail a reader rarely needs: folded, its count in the summary.
+        var section = text(v === "ruled-out" ? "details" : "section", "kb-stack__group kb-stack__group--" + v);
+        var heading = text("h2", "", d.verdicts[v] + " (" + group.length + ")");
+        if (v === "ruled-out") {
+          var summary = text("summary");
+          summary.appendChild(heading);
+          section.appendChild(summary);
+        } else {
+          section.appendChild(heading);
+        }
         var list = text("ol", "kb-stack__list");
         group.forEach(function (h) { list.appendChild(item(h, d)); });
         section.appendChild(list);

@@ -6,8 +6,8 @@
   // The verdict on a cell whose text a log matched (kb/records/verdict.py `decide` and
   // `rank_key`), or on a cell for a stack a reader describes (`on_stack`): the same rules and
   // words, on the facts kbLogFacts reads (or the My stack page gives) and the cell's scope
-  // (patterns.json and stack/stack.json `cells`: architectures, each component's affected range
-  // and fixed_in); tests/vectors/verdict.json holds the vectors both pass (under node:
+  // (patterns.json and stack/stack.json `cells`: architectures, each component's role, range,
+  // fixed_in and builds, the decisive signatures, the trigger); tests/vectors/verdict.json holds the vectors both pass (under node:
   // tests/test_twins_node.py). Versions are compared as PEP 440 orders them (release, a/b/rc,
   // post, dev; a local part only where packaging looks at it), for the forms kbLogFacts reads and
   // the records hold (no epoch).
@@ -80,19 +80,30 @@
   function fill(template, values) {
     return template.replace(/\{([a-z_]+)\}/g, function (all, name) { return values[name]; });
   }
-  function packageVerdict(t, item, packages) {
+  function shownSpan(span) {  // verdict.shown_span: a single '==X' is the version X
+    return span.slice(0, 2) === "==" && span.indexOf(",") < 0 && span.slice(0, 3) !== "===" ? span.slice(2) : span;
+  }
+  function decides(item) {  // verdict._decides: a component whose versions decide a cell
+    return item.role !== "unaffected" && !!(item.affected || item.seen_failing || item.fixed_in);
+  }
+  function packageVerdict(t, item, packages) {  // verdict._package
     var name = item.package, w = t.words;
     if (!Object.prototype.hasOwnProperty.call(packages, name)) return ["unknown", fill(w.version_unknown, { name: name })];
     var installed = packages[name];
     if (installed === null) return ["not-applicable", fill(w.not_installed, { name: name })];
     var v = version(installed);
     if (!v) return ["unknown", fill(w.not_pep440, { name: name, quoted: pyRepr(installed) })];
-    var span = item.affected || "<" + item.fixed_in, all = specs(span);
-    var said = { name: name, installed: installed, span: span, fixed_in: item.fixed_in };
-    if (all.every(function (s) { return contains(s, v); })) return ["affected", fill(w.within, said)];
+    var builds = item.builds || [], label = v.local === null ? null : "+" + v.local.toLowerCase();
+    var said = { name: name, installed: installed, fixed_in: item.fixed_in, label: label, builds: builds.join(", ") };
+    if (label !== null && builds.indexOf(label) >= 0) return ["affected", fill(w.build_affected, said)];
+    var span = item.affected || item.seen_failing || "<" + item.fixed_in, all = specs(span);
+    said.span = item.seen_failing ? shownSpan(span) : span;
+    if (all.every(function (s) { return contains(s, v); })) return ["affected", fill(item.seen_failing ? w.seen : w.within, said)];
     if (item.fixed_in && compare(v, version(item.fixed_in)) >= 0) return ["fixed", fill(w.at_fix, said)];
+    if (builds.length && label === null) return ["unknown", fill(w.build_unknown, said)];
+    if (item.seen_failing) return ["not-known", fill(w.only_seen, said)];
     var sides = all.filter(function (s) { return !contains(s, v); }).map(function (s) { return side(s, v); });
-    if (sides.length && sides.every(function (x) { return x === "above"; })) return ["fixed", fill(w.above_range, said)];
+    if (sides.length && sides.every(function (x) { return x === "above"; })) return ["not-known", fill(w.above_range, said)];
     return ["not-applicable", fill(w.outside_range, said)];
   }
   // verdict.capability_arch and digits_capability: the exported table (`architecture`) applied.
@@ -107,13 +118,18 @@
     }
     return null;
   }
-  function rangeWords(w, item) {
-    if (item.affected) return fill(w.range_affected, item) + (item.fixed_in ? fill(w.range_and_fix, item) : "");
-    return fill(w.range_fix, item);
+  function rangeWords(w, item) {  // verdict._range_words
+    var builds = item.builds && item.builds.length ? fill(w.range_builds, { builds: item.builds.join(", ") }) : "";
+    if (item.affected || item.seen_failing) {
+      var said = item.affected ? fill(w.range_affected, item) : fill(w.range_seen, { seen_failing: shownSpan(item.seen_failing) });
+      return said + (item.fixed_in ? fill(w.range_and_fix, item) : "") + builds;
+    }
+    return fill(w.range_fix, item) + builds;
   }
-  function decide(t, cell, facts, specific, subject) {
+  function decide(t, cell, facts, specific, subject, matched) {
     var w = t.words;
     if (subject === undefined) subject = "the log";
+    matched = matched || [];
     var listed = cell.architectures.join(", ");
     var generic = specific ? "" : w.generic;
     var lines = facts.lines || {}, packages = facts.packages || {}, shown = [], missing = [];
@@ -138,9 +154,9 @@
                                                    listed: listed, generic: generic })];
       }
     }
-    var found = { "fixed": [], "not-applicable": [], "affected": [] };
+    var found = { "fixed": [], "not-applicable": [], "not-known": [], "affected": [] };
     cell.components.forEach(function (item) {
-      if (!(item.affected || item.fixed_in)) return;
+      if (!decides(item)) return;
       var r = packageVerdict(t, item, packages), where = at("packages." + item.package);
       if (r[0] === "unknown" && !Object.prototype.hasOwnProperty.call(packages, item.package)) {
         missing.push(fill(w.no_version, { package: item.package, range: rangeWords(w, item) }));
@@ -150,8 +166,15 @@
         found[r[0]].push(where + r[1]);
       }
     });
-    if (found["not-applicable"].length) return ["ruled-out", found["not-applicable"].join("; ") + generic];
-    if (found.fixed.length) return ["fixed", found.fixed.join("; ") + generic];
+    var proof = (cell.decisive || []).filter(function (line) { return matched.indexOf(line.text) >= 0; })
+      .map(function (line) { return line.quote; });
+    if (proof.length) {
+      return ["applies", shown.concat(found.affected, [fill(w.decisive, { text: proof[0], subject: subject })]).join("; ")];
+    }
+    var outcomes = [["not-applicable", "ruled-out"], ["fixed", "fixed"], ["not-known", "not-known"]];
+    for (var k = 0; k < outcomes.length; k++) {
+      if (found[outcomes[k][0]].length) return [outcomes[k][1], found[outcomes[k][0]].join("; ") + generic];
+    }
     if (missing.length) {
       var said = shown.concat(found.affected);
       return ["unknown", fill(w.would_decide, { subject: subject, missing: missing.join(" or "), generic: generic,
@@ -165,22 +188,35 @@
     return compareList(ka, kb) || (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0);
   }
   function or(words) { return words.length === 1 ? words[0] : words.slice(0, -1).join(", ") + " or " + words[words.length - 1]; }
-  function stack(t, cell, facts) {  // on_stack: a cell whose packages the stack names none of stays unknown
+  function unique(list) { return list.filter(function (x, k) { return list.indexOf(x) === k; }); }
+  // on_stack: an engine the stack does not run, or a trigger, makes "when"; a cell whose raising or
+  // triggering packages the stack names none of stays unknown
+  function stack(t, cell, facts) {
     var w = t.words, decided = decide(t, cell, facts, true, w.stack);
     if (decided[0] !== "applies") return decided;
-    var given = facts.packages || {}, packages = [], ranged = {};
-    cell.components.forEach(function (item) {
-      if (packages.indexOf(item.package) < 0) packages.push(item.package);
-      if (item.affected || item.fixed_in) ranged[item.package] = true;
-    });
-    var named = packages.filter(function (p) { return Object.prototype.hasOwnProperty.call(given, p); });
+    var given = facts.packages || {};
+    function has(p) { return Object.prototype.hasOwnProperty.call(given, p); }
+    var active = unique(cell.components.filter(function (item) { return item.role !== "involved" && item.role !== "unaffected"; })
+                        .map(function (item) { return item.package; }));
+    var engines = active.filter(function (p) { return Object.prototype.hasOwnProperty.call(t.engines, p); });
+    if (engines.length && !engines.some(has)) {
+      return ["when", fill(w.if_used, { engines: or(engines.map(function (p) { return t.engines[p]; })), subject: w.stack,
+                                        them: engines.length === 1 ? "it" : "them" })];
+    }
+    var packages = active.length ? active : unique(cell.components.map(function (item) { return item.package; }));
+    var named = packages.filter(has);
     if (!named.length) return ["unknown", fill(w.stack_unnamed, { subject: w.stack, packages: or(packages), why: decided[1] })];
+    var ranged = {};
+    cell.components.forEach(function (item) { if (decides(item)) ranged[item.package] = true; });
     var unranged = named.filter(function (p) { return !ranged[p]; }).map(function (p) { return p + " " + given[p]; });
     if (unranged.length) decided[1] += fill(w.unranged, { packages: unranged.join(", ") });
+    if (cell.trigger) return ["when", decided[1] + fill(w.when, { trigger: cell.trigger })];
     return decided;
   }
   // Every function takes the exported table `t` (kb.records.verdict.export(): the verdicts' order,
   // the reasons' words, the capability table), as the pages find it in their JSON.
   window.kbVerdict = { decide: decide, stack: stack, version: version, arch: arch, capability: capability,
-                       rank: function (t, hits) { return hits.slice().sort(function (a, b) { return rankCompare(t.order, a, b); }); } };
+                       rank: function (t, hits, order) {
+                         return hits.slice().sort(function (a, b) { return rankCompare(order || t.order, a, b); });
+                       } };
 })();

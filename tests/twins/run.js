@@ -27,7 +27,7 @@ const out = {
     const fields = Object.fromEntries(new URL(kbRequest.issueUrl(base, made.title, made.text)).searchParams);
     return { title: made.title, text: made.text, fields: fields };
   }),
-  verdict: vectors.verdict.vectors.map((v) => kbVerdict.decide(data.patterns.verdict, v.cell, v.facts, v.specific)),
+  verdict: vectors.verdict.vectors.map((v) => kbVerdict.decide(data.patterns.verdict, v.cell, v.facts, v.specific, undefined, v.matched || [])),
   rank: kbVerdict.rank(data.patterns.verdict, vectors.verdict.rank.hits).map((h) => h.entry),
   stack: vectors.verdict.stack.map((v) => kbVerdict.stack(data.stack.verdict, v.cell, v.facts)),
 };
