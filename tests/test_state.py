@@ -122,7 +122,7 @@ AGREE = {
                             None},
 }
 BADGE = re.compile(r'<span class="kb-status kb-status--([a-z-]+)">')
-LEDE = re.compile(r'<p class="kb-lede">.*?</p>\n(<p class="kb-status-reason">(.*?)</p>)?', re.S)
+LEDE = re.compile(r'<p class="kb-lede">.*?</p>\s*(<p class="kb-status-reason">(.*?)</p>)?', re.S)
 READY = re.compile(r'<dd class="kb-card__fix">(?:<span class="kb-card__ready">(.*?):</span>)?')
 
 
