@@ -605,7 +605,7 @@ def _status_against_links(cells: list[Cell]) -> list[Problem]:
 
 
 def _state_against_fix(cells: list[Cell]) -> list[Problem]:
-    """KB084: the badge and the released fix tell one story (kb.records.state.disagreement), or the
+    """KB086: the badge and the released fix tell one story (kb.records.state.disagreement), or the
     status gives the reason they differ."""
     problems: list[Problem] = []
     for cell in cells:
@@ -615,7 +615,7 @@ def _state_against_fix(cells: list[Cell]) -> list[Problem]:
             problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                     f"{why}; make the state say what the fixes say, or give status.reason: one "
                                     "line on why they differ (the release was not checked against a tag, no "
-                                    "merged pull request is named), shown below the badge", "KB084",
+                                    "merged pull request is named), shown below the badge", "KB086",
                                     cell.entry.status.state))
     return problems
 
@@ -646,7 +646,7 @@ def _fix_versions(cells: list[Cell]) -> list[Problem]:
                                         f"{seen[0].id} says the same fix ({c.fixed_by}) first shipped in {seen[1]}; "
                                         "one release contains a merge first: find it (git tag --contains, or the "
                                         "release notes) and make both cells say it", "KB056", c.fixed_in))
-        # A fixed-release naming no release at all is KB084's (the status may say why); one
+        # A fixed-release naming no release at all is KB086's (the status may say why); one
         # naming only an rc or dev build names the wrong release.
         named = [c for c in e.components if c.fixed_in]
         if e.status.state == "fixed-release" and named:

@@ -415,7 +415,7 @@ class Status(Record):
     as_of: AsOf
     source: SourceUrl
     # Why the state is not what the fixes suggest (a release named by a thread but not checked
-    # against a tag): shown below the badge, never in it; KB084 asks for it (kb.records.state).
+    # against a tag): shown below the badge, never in it; KB086 asks for it (kb.records.state).
     reason: Text | None = None
 
 

@@ -9,7 +9,7 @@ said "Workaround only" above a Do-now row that said "Released fix" (ux-review 20
 The badge is the record's `status.state`; the Do-now line is `kb.records.remedies.do_now`, or,
 where the entry has neither fix nor workaround, the release or commit its components name.
 `disagreement` says where the two tell a different story (a released fix under a badge that says
-there is none, a badge that says fixed in a release with no release named); the linter (KB084)
+there is none, a badge that says fixed in a release with no release named); the linter (KB086)
 refuses such a record unless its status gives `reason`, which pages show below the badge, never
 in it.
 """
