@@ -156,7 +156,10 @@ def values(facet: str, entry) -> list[tuple[str, str]]:
     if facet == "symptom":
         return [(s, SYMPTOM_NAMES[s]) for s in entry.symptoms]
     if facet == "status":
-        return [(entry.status.state, STATUS_NAMES[entry.status.state])]
+        from kb.records.state import state  # here, not above: kb.records.state reads this module's names
+
+        shown = state(entry)
+        return [(shown.key, shown.words)]
     if facet == "upstream":
         repos = {repository(link.url) for link in entry.upstream}
         return [(key(r), r) for r in sorted(repos)]

@@ -26,6 +26,7 @@ from kb.records.problems import MISSING, Problem
 from kb.records.rules import code_of_pydantic
 from kb.records.slug import slug
 from kb.records.schema import ID_PATTERN, Cell, Entry
+from kb.records.state import disagreement
 
 
 
@@ -195,6 +196,7 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
     problems.extend(_one_way_related(cells))
     problems.extend(_status_against_links(cells))
     problems.extend(_fix_versions(cells))
+    problems.extend(_state_against_fix(cells))
     problems.extend(_evidence_in_record(cells))
     problems.extend(_one_spelling(cells))
     pins = reproduction.locked()
@@ -435,7 +437,7 @@ _PROSE_FIELDS = {
     ("measurements", "*", "series", "x_unit"), ("measurements", "*", "series", "rows", "*", "x"),
     ("measurements", "*", "series", "rows", "*", "label"), ("measurements", "*", "series", "limit", "label"),
     ("fixes", "*", "what"), ("fixes", "*", "note"), ("workarounds", "*", "what"), ("workarounds", "*", "note"),
-    ("claims", "*", "says"), ("related", "*", "note"),
+    ("claims", "*", "says"), ("related", "*", "note"), ("status", "reason"),
 }
 _INSTEAD = {"cell": "'entry' (the page) or 'failure' (what it describes)",
             "cells": "'entries' or 'failures'",
@@ -602,9 +604,25 @@ def _status_against_links(cells: list[Cell]) -> list[Problem]:
     return problems
 
 
+def _state_against_fix(cells: list[Cell]) -> list[Problem]:
+    """KB086: the badge and the released fix tell one story (kb.records.state.disagreement), or the
+    status gives the reason they differ."""
+    problems: list[Problem] = []
+    for cell in cells:
+        why = disagreement(cell.entry)
+        if why and not cell.entry.status.reason:
+            loc = ("status", "state")
+            problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                    f"{why}; make the state say what the fixes say, or give status.reason: one "
+                                    "line on why they differ (the release was not checked against a tag, no "
+                                    "merged pull request is named), shown below the badge", "KB086",
+                                    cell.entry.status.state))
+    return problems
+
+
 def _fix_versions(cells: list[Cell]) -> list[Problem]:
     """KB056: a fix pull request is merged in the cell's own links, and every cell that names it gives it
-    the same first release. KB057: fixed-release names that release as a final version."""
+    the same first release. KB057: a fixed-release whose components name releases names a final one."""
     problems: list[Problem] = []
     first_named: dict[str, tuple[Cell, str]] = {}  # fix PR -> (first cell giving a version, that version)
     for cell in cells:
@@ -628,8 +646,11 @@ def _fix_versions(cells: list[Cell]) -> list[Problem]:
                                         f"{seen[0].id} says the same fix ({c.fixed_by}) first shipped in {seen[1]}; "
                                         "one release contains a merge first: find it (git tag --contains, or the "
                                         "release notes) and make both cells say it", "KB056", c.fixed_in))
-        if e.status.state == "fixed-release":
-            released = [c for c in e.components if c.fixed_in and not _prerelease(c.fixed_in)]
+        # A fixed-release naming no release at all is KB086's (the status may say why); one
+        # naming only an rc or dev build names the wrong release.
+        named = [c for c in e.components if c.fixed_in]
+        if e.status.state == "fixed-release" and named:
+            released = [c for c in named if not _prerelease(c.fixed_in)]
             if not released:
                 loc = ("status", "state")
                 problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),

@@ -149,7 +149,7 @@ RULES = {rule.code: rule for rule in [
             good="published: 2026-02-28\nupdated: 2026-12-02",
             bad="published: 2026-02-30\nupdated: 2026-12-02"),
     RuleDoc("KB035", "version", "Version ranges are PEP 440 specifiers and versions are PEP 440 versions.",
-            good="components: [{package: flashinfer, role: raises, affected: '>=0.6.0,<0.6.18', fixed_in: 0.6.18.post1, fixed_commit: 3e96dfa35}]",
+            good="components: [{package: flashinfer, role: raises, affected: '>=0.6.0,<0.6.18'}]",
             bad="components: [{package: flashinfer, role: raises, affected: '0.6.x', fixed_in: soon}]"),
     RuleDoc("KB036", "related-exists", "A related id names an existing cell.",
             good=_A + _SIG_A + _REL_A + _B + _SIG_B + _REL_B,
@@ -227,11 +227,21 @@ RULES = {rule.code: rule for rule in [
     RuleDoc("KB056", "one-fix-one-version", "A component's fixed_by names the pull request that fixes it; that pull request is merged among the cell's own upstream links, the component says where the fix is (fixed_in or fixed_commit), and every cell naming the same pull request gives it the same first release.",
             good=_A + _SIG_A + _FIX_A + _B + _SIG_B + _FIX_A,
             bad=_A + _SIG_A + _FIX_A + _B + _SIG_B + _FIX_A.replace("fixed_in: 0.6.18}", "fixed_in: 0.6.18.post1}")),
-    RuleDoc("KB057", "fixed-release-version", "Status fixed-release names its release: a component has fixed_in, the first final release (not an rc or dev build) that contains the fix.",
+    RuleDoc("KB057", "fixed-release-version", "Status fixed-release names a final release: where its components give fixed_in, one of them is the first final release (not an rc or dev build) that contains the fix (one that gives none at all is KB086's).",
             good=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
                  "components: [{package: vllm, role: raises, fixed_in: 0.11.1, fixed_commit: 3e96dfa35}]",
             bad=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
                 "components: [{package: vllm, role: raises, fixed_in: 0.11.1rc2, fixed_commit: 3e96dfa35}]"),
+    RuleDoc("KB086", "state-fits-fix", "The status badge and the Do-now row tell one story (kb.records.state): fixed-release names its release (a component's fixed_in) and leads with a released fix; a fixed_in, or a Do-now row that is a released fix, comes with fixed-release; workaround-only, device-limit, under-investigation and fix-proposed never lead with an upgrade, nor workaround-only and device-limit with a setting called a fix; fixed-main never leads with an upgrade a thread says a release carries. Where the record knows why they differ (the release was not checked against a tag, no merged pull request is named), status.reason says it in one line, shown below the badge.",
+            good=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}',\n"
+                 "         reason: 'vLLM 0.11.1 is named by the thread; no merged pull request is, so no tag was checked'}\n"
+                 f"fixes: [{{kind: version-upgrade, what: vLLM 0.11.1 or newer, package: vllm, applies: '>=0.11.1',\n"
+                 f"         source: '{_PR}', as_of: 2026-10}}]\n"
+                 f"upstream: [{{kind: pr, url: '{_PR}', state: merged, as_of: 2026-10}}]",
+            bad=f"status: {{state: workaround-only, as_of: 2026-10, source: '{_PR}'}}\n"
+                f"fixes: [{{kind: version-upgrade, what: vLLM 0.11.1 or newer, package: vllm, applies: '>=0.11.1',\n"
+                f"         source: '{_PR}', as_of: 2026-10}}]\n"
+                f"upstream: [{{kind: pr, url: '{_PR}', state: merged, as_of: 2026-10}}]"),
     RuleDoc("KB058", "evidence-terms", "An evidence item names 2 to 6 distinct terms, each one code identifier of 6 to 80 characters (A-Z a-z 0-9 _ . / : = -) that looks like code: an '_', '.', '/', a digit or a CamelCase hump, never a plain word; its window is 2 to 200 lines.",
             good="evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], window: 20}",
             bad="evidence:\n  - {terms: [_decode_grouped_att_m_fwd, Hardware], window: 20}"),
@@ -242,7 +252,8 @@ RULES = {rule.code: rule for rule in [
             good='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, triton.runtime.errors.OutOfResources], numbers: ["102400"]}',
             bad='evidence:\n  - {terms: [_decode_grouped_att_m_fwd, fused_moe_kernel], numbers: ["102400"]}'),
     RuleDoc("KB061", "fixed-in-names-its-fix", "A component's fixed_in is the first release that contains a named fix: the same component gives fixed_by (the merged pull request) or fixed_commit (its merge commit), the commit whose tags were checked (`git tag --contains`, and the final release before it does not contain it). A release read from a thread's words alone is a claim with confirmed: false, not fixed_in.",
-            good="components: [{package: flashinfer, role: raises, fixed_in: 0.6.15, fixed_commit: c22b65b9f}]",
+            good=f"status: {{state: fixed-release, as_of: 2026-10, source: '{_PR}'}}\n"
+                 "components: [{package: flashinfer, role: raises, fixed_in: 0.6.15, fixed_commit: c22b65b9f}]",
             bad="components: [{package: flashinfer, role: raises, fixed_in: 0.6.14}]"),
     RuleDoc("KB062", "few-signatures-one-word-set", "At most 8 signatures in the whole index hold the same set of three or more words in other orders: matching and the look-alike check try each such text against every such pattern, so many of them make kb check, kb match and the triage page quadratic. Write the other forms as one match: pattern.",
             good='signatures:\n  - {text: "launch failed kernel sm_120", kind: log-line}\n  - {text: "failed launch kernel sm_120", kind: log-line}\n  - {text: "kernel launch failed sm_120", kind: log-line}\n  - {text: "sm_120 launch failed kernel", kind: log-line}\n  - {text: "launch kernel failed sm_120", kind: log-line}\n  - {text: "launch sm_120 kernel failed", kind: log-line}\n  - {text: "failed kernel launch sm_120", kind: log-line}\n  - {text: "failed sm_120 launch kernel", kind: log-line}\n',

@@ -455,6 +455,9 @@ class Status(Record):
     state: StatusState
     as_of: AsOf
     source: SourceUrl
+    # Why the state is not what the fixes suggest (a release named by a thread but not checked
+    # against a tag): shown below the badge, never in it; KB086 asks for it (kb.records.state).
+    reason: Text | None = None
 
 
 class Conditions(Record):

@@ -16,7 +16,8 @@ from packaging.specifiers import SpecifierSet
 from kb.records import schema
 from kb.cache import code_fingerprint, fingerprint
 from kb.records.catalog import Site
-from kb.records.facets import STATUS_NAMES, package_name
+from kb.records.facets import package_name
+from kb.records.state import state
 from kb.records.schema import Cell
 
 API = "api/v1/"
@@ -35,7 +36,7 @@ def absolute(site_url: str | None, url: str) -> str:
 
 def _summary(cell: Cell, site: Site, site_url: str | None) -> dict:
     e = cell.entry
-    return {"id": cell.id, "citable_id": site.citable[cell.id], "title": e.title, "status": e.status.state, "updated": e.updated,
+    return {"id": cell.id, "citable_id": site.citable[cell.id], "title": e.title, "status": state(e).key, "updated": e.updated,
             "published": e.published, "url": absolute(site_url, site.url(cell)),
             "signatures": [{"text": s.text, "kind": s.kind} for s in e.signatures],
             "record": absolute(site_url, f"{API}cells/{cell.id}.json")}
@@ -87,7 +88,7 @@ def osv(cell: Cell, site: Site, site_url: str | None) -> dict:
         "affected": affected,
         "references": references,
         "database_specific": {"cell": cell.id, "architectures": list(e.hardware.architectures), "gpus": list(e.hardware.gpus),
-                              "status": e.status.state, "status_as_of": e.status.as_of,
+                              "status": state(e).key, "status_reason": state(e).reason, "status_as_of": e.status.as_of,
                               "signatures": [s.text for s in e.signatures]},
     }
 
@@ -105,6 +106,7 @@ def feed(site: Site, site_url: str | None) -> str:
              "  <author><name>Blackwell serving failures contributors</name></author>"]
     for cell in cells:
         e = cell.entry
+        shown = state(e)
         url = absolute(site_url, site.url(cell))
         lines += ["  <entry>",
                   f"    <title>{escape(e.title)}</title>",
@@ -113,7 +115,7 @@ def feed(site: Site, site_url: str | None) -> str:
                   f"    <published>{e.published}T00:00:00Z</published>",
                   f"    <updated>{e.updated}T00:00:00Z</updated>",
                   f"    <summary>{escape(e.signatures[0].text + ': ' + e.summary)}</summary>",
-                  f"    <category term={quoteattr(e.status.state)} label={quoteattr(STATUS_NAMES[e.status.state])}/>",
+                  f"    <category term={quoteattr(shown.key)} label={quoteattr(shown.words)}/>",
                   "  </entry>"]
     lines.append("</feed>")
     return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ from itertools import groupby
 
 from kb.records import facets
 from kb.records.catalog import FRESHNESS_URL as URL
+from kb.records.state import state
 from kb.records.catalog import paged_title, paged_urls, paginate
 from kb.records.schema import Cell
 from kb.site.page import Page
@@ -66,7 +67,7 @@ def _link_name(url: str) -> str:
 def dated(cell: Cell) -> list[Dated]:
     """The dated claims of one cell, in record order."""
     e = cell.entry
-    found = [Dated(e.status.as_of, cell, "status.as_of", f"Status: {facets.STATUS_NAMES[e.status.state]}",
+    found = [Dated(e.status.as_of, cell, "status.as_of", f"Status: {state(e).words}",
                    e.status.source, "affected")]
     for i, link in enumerate(e.upstream):
         found.append(Dated(link.as_of, cell, f"upstream[{i}].as_of",
@@ -117,7 +118,7 @@ def waiting(cells: list[Cell], reference: dt.date | None, days: int = STALE_AFTE
     if reference is None:
         return []
     found = [(cell, (reference - day(cell.entry.status.as_of)).days) for cell in cells
-             if cell.entry.status.state in WATCHED]
+             if state(cell.entry).key in WATCHED]
     found = [(cell, age) for cell, age in found if age > days]
     return sorted(found, key=lambda pair: (-pair[1], pair[0].id))
 

@@ -32,6 +32,7 @@ from kb.records import facets
 from kb.records.catalog import MATRIX_URL as URL
 from kb.records.catalog import paged_title, paged_urls, paginate
 from kb.records.schema import Cell
+from kb.records.state import state
 from kb.site.page import Page
 
 
@@ -107,8 +108,9 @@ class GridCell:
         """(status, how many of the grid cell's cells have it), in the legend's order."""
         counts: dict[str, int] = {}
         for item in self.items:
-            counts[item.cell.entry.status.state] = counts.get(item.cell.entry.status.state, 0) + 1
-        return [(state, counts[state]) for state in STATUS_COLOURS if state in counts]
+            key = state(item.cell.entry).key
+            counts[key] = counts.get(key, 0) + 1
+        return [(status, counts[status]) for status in STATUS_COLOURS if status in counts]
 
 
 def grid_url(stack: str, hardware: str) -> str:

@@ -61,10 +61,11 @@ def _rules(rules: list[tuple[str, str, str]]) -> list[dict]:
 def filters(entry) -> list[str]:
     """The Pagefind filters of a cell page, as templates/pages/cell.html writes them."""
     from kb.records import facets
+    from kb.records.state import state
 
     values = [f"component:{facets.component_name(c.package)}" for c in entry.components]
     values += [f"architecture:{a}" for a in entry.hardware.architectures]
-    values.append(f"status:{facets.STATUS_NAMES[entry.status.state]}")
+    values.append(f"status:{state(entry).words}")
     return list(dict.fromkeys(values))
 
 

@@ -19,8 +19,9 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from kb.records import facets, remedies, verdict
+from kb.records import facets, verdict
 from kb.records.catalog import Site
+from kb.records.state import state
 from kb.triage import logfacts
 
 URL = "stack/"
@@ -111,29 +112,17 @@ def _package_of(name: str) -> str:
 
 
 def do_now(entry) -> dict:
-    """What the cell's card leads with under "Do now" (kb.records.remedies.do_now), as plain text
-    parts; a cell with no remedy names the release that fixes it, else nothing (`none`)."""
-    now = remedies.do_now(entry)
-    if now is not None:
-        remedy = now.remedy
-        return {"label": now.label, "what": remedy.what, "code": remedy.kind in ("flag", "env-var"),
-                "versions": (f"{facets.package_name(remedy.package)} {now.versions}".strip()
-                             if now.versions else None)}
-    released = [c for c in entry.components if c.fixed_in]
-    landed = [c for c in entry.components if not c.fixed_in and c.fixed_commit]
-    if released:
-        return {"label": remedies.READY["released"], "code": False, "versions": None,
-                "what": "; ".join(f"{facets.package_name(c.package)} {c.fixed_in} or newer" for c in released)}
-    if landed:
-        return {"label": remedies.READY["main"], "code": False, "versions": None,
-                "what": "; ".join(f"{facets.package_name(c.package)} main, commit {c.fixed_commit[:10]}" for c in landed)}
-    return {"label": None, "what": "No fix or workaround is known yet", "code": False, "versions": None}
+    """What the cell's card leads with under "Do now" (kb.records.state), as plain text parts."""
+    line = state(entry).line
+    return {"label": line.label, "what": line.what, "code": line.code,
+            "versions": f"{line.package} {line.versions}".strip() if line.versions else None}
 
 
 def data(site: Site) -> str:
     """stack/stack.json: every cell, in id order, with what the page shows and decides on."""
-    cells = [{"id": cell.id, "url": site.url(cell), "title": cell.entry.title, "status": cell.entry.status.state,
-              "status_name": facets.STATUS_NAMES[cell.entry.status.state], "do_now": do_now(cell.entry),
+    cells = [{"id": cell.id, "url": site.url(cell), "title": cell.entry.title, "status": state(cell.entry).key,
+              "status_name": state(cell.entry).words, "status_reason": state(cell.entry).reason,
+              "do_now": do_now(cell.entry),
               "scope": verdict.scope(cell.entry)} for cell in site.cells]
     return json.dumps({"version": 1, "verdicts": TITLES, "verdict": verdict.export(), "cells": cells},
                       separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"

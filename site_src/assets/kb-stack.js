@@ -118,6 +118,8 @@
     li.appendChild(a);
     li.appendChild(document.createTextNode(" "));
     li.appendChild(text("span", "kb-status kb-status--" + cell.status.replace(/[^a-z-]/g, ""), cell.status_name));
+    // Why the badge is not what the fixes suggest (kb.records.state): below the badge, not in it.
+    if (cell.status_reason) li.appendChild(text("p", "kb-status-reason", cell.status_reason));
     var verdict = text("p", "kb-stack__verdict kb-stack__verdict--" + hit.verdict);
     verdict.appendChild(text("strong", "", d.verdicts[hit.verdict]));
     verdict.appendChild(document.createTextNode(": " + hit.why));

@@ -70,6 +70,8 @@
       meta.appendChild(document.createTextNode(" "));
       meta.appendChild(element("span", "kb-status kb-status--" + about.status, about.status_words));
       li.appendChild(meta);
+      // Why the badge is not what the fixes suggest (kb.records.state): below the badge, not in it.
+      if (about.status_reason) li.appendChild(element("p", "kb-status-reason", about.status_reason));
     }
     var verdict = element("p", "kb-triage__verdict kb-triage__verdict--" + hit.verdict);
     verdict.appendChild(element("strong", "", engineNow.verdicts[hit.verdict]));

@@ -1,0 +1,164 @@
+"""One state per entry (issue 33 item 4): kb.records.state gives the badge, the Do-now line and the
+reason they differ, and every page shows that one state. The table pins the function on records
+made from the canonical entry; the page test reads the built HTML of every page with a card
+(entry and variant pages) and checks that its badge and its Do-now row tell one story, or that the
+record's reason stands below the badge."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+
+from kb.records import lint
+from kb.records.schema import Component, Link, Remedy, Status
+from kb.records.state import NOTHING_KNOWN, disagreement, state
+
+from conftest import FIXTURES, checked_site, ROOT
+
+CANONICAL = lint.check([FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"]).cells[0].entry
+PR = "https://github.com/triton-lang/triton/pull/8476"
+ISSUE = "https://github.com/triton-lang/triton/issues/10331"
+
+
+def _status(state: str, reason: str | None = None) -> Status:
+    return Status.model_validate({"state": state, "as_of": "2026-12", "source": PR, "reason": reason})
+
+
+def _upgrade(applies: str | None = ">=3.6.0", source: str = ISSUE) -> Remedy:
+    return Remedy.model_validate({"kind": "version-upgrade", "what": "Triton 3.6.0 or newer", "package": "triton",
+                                  "applies": applies, "source": source, "as_of": "2026-12"})
+
+
+def _setting() -> Remedy:
+    return Remedy.model_validate({"kind": "config", "what": "Turn the IOMMU off", "source": ISSUE, "as_of": "2026-12"})
+
+
+def _triton(**fixed) -> Component:
+    return Component.model_validate({"package": "triton", "role": "raises", **fixed})
+
+
+MERGED = Link.model_validate({"kind": "pr", "url": PR, "state": "merged", "as_of": "2026-12"})
+
+
+def _entry(state: str, reason: str | None = None, *, fixes=None, workarounds=None, components=None, upstream=None):
+    update = {"status": _status(state, reason)}
+    for key, value in (("fixes", fixes), ("workarounds", workarounds), ("components", components),
+                       ("upstream", upstream)):
+        if value is not None:
+            update[key] = value
+    return CANONICAL.model_copy(update=update)
+
+
+RELEASED, WORKAROUND, REPORTED, MAIN = "Released fix", "Workaround", "Upgrade, reported fixed (release not checked)", \
+    "Fix on main, not in a release yet"
+
+# (what the record is, entry, badge key, Do-now label, Do-now text starts with, whether badge and Do-now disagree)
+CASES = [
+    ("the canonical entry: an open pull request, a flag that works today", _entry("fix-proposed"),
+     "fix-proposed", WORKAROUND, "Workaround: --kv-cache-dtype auto", False),
+    ("an upgrade to named releases under workaround-only (S1-3, the torch entry)",
+     _entry("workaround-only", fixes=[_upgrade()]), "workaround-only", RELEASED,
+     "Released fix: Triton 3.6.0 or newer (Triton >=3.6.0)", True),
+    ("the same upgrade badged fixed-release, but no component names the release",
+     _entry("fixed-release", fixes=[_upgrade()], upstream=[MERGED]), "fixed-release", RELEASED, "Released fix:", True),
+    ("fixed-release whose component names its release, no remedy at all",
+     _entry("fixed-release", fixes=[], workarounds=[], components=[_triton(fixed_in="3.6.0", fixed_by=PR)],
+            upstream=[MERGED]), "fixed-release", RELEASED, "Released fix: Triton 3.6.0 or newer", False),
+    ("fixed-release whose only remedy is a workaround: the release leads, the workaround stays below",
+     _entry("fixed-release", fixes=[], components=[_triton(fixed_in="3.6.0", fixed_by=PR)], upstream=[MERGED]),
+     "fixed-release", RELEASED, "Released fix: Triton 3.6.0 or newer", False),
+    ("a release named under under-investigation",
+     _entry("under-investigation", components=[_triton(fixed_in="3.6.0", fixed_by=PR)], upstream=[MERGED]),
+     "under-investigation", RELEASED, "Released fix: Triton 3.6.0", True),
+    ("fixed-main leading with an upgrade a thread names (S1-3, the TensorRT-LLM entry)",
+     _entry("fixed-main", fixes=[_upgrade(applies=None, source=PR)], workarounds=[], upstream=[MERGED]),
+     "fixed-main", REPORTED, REPORTED + ": Triton 3.6.0 or newer", True),
+    ("fixed-main with its commit and no remedy",
+     _entry("fixed-main", fixes=[], workarounds=[], components=[_triton(fixed_commit="1a2b3c4d5e6f")]),
+     "fixed-main", MAIN, MAIN + ": Triton main, commit 1a2b3c4d5e", False),
+    ("workaround-only leading with a setting called a fix (S1-3, the NCCL P2P hang)",
+     _entry("workaround-only", fixes=[_setting()]), "workaround-only", "Fix", "Fix: Turn the IOMMU off", True),
+    ("under-investigation with nothing known", _entry("under-investigation", fixes=[], workarounds=[]),
+     "under-investigation", None, NOTHING_KNOWN, False),
+    ("a workaround that is an upgrade reads Workaround, whatever the badge",
+     _entry("under-investigation", fixes=[], workarounds=[_upgrade()]), "under-investigation", WORKAROUND,
+     "Workaround: Triton 3.6.0 or newer", False),
+]
+
+
+@pytest.mark.parametrize("name, entry, key, label, text, differs", CASES, ids=[c[0] for c in CASES])
+def test_state_of_a_record(name, entry, key, label, text, differs):
+    shown = state(entry)
+    assert (shown.key, shown.line.label) == (key, label)
+    assert shown.line.text.startswith(text), shown.line.text
+    assert (disagreement(entry) is not None) == differs, disagreement(entry)
+
+
+def test_the_reason_is_the_records_and_does_not_change_the_badge():
+    entry = _entry("workaround-only", "No release was checked.", fixes=[_upgrade()])
+    shown = state(entry)
+    assert (shown.key, shown.words, shown.reason) == ("workaround-only", "Workaround only", "No release was checked.")
+    assert disagreement(entry) is not None  # the reason explains the difference, it does not remove it
+
+
+def test_more_counts_the_remedies_the_row_does_not_show():
+    assert state(CANONICAL).more == len(CANONICAL.fixes) + len(CANONICAL.workarounds) - 1
+    led_by_release = CASES[4][1]
+    assert state(led_by_release).now is None and state(led_by_release).more == len(led_by_release.workarounds)
+
+
+# A badge and the Do-now label it may stand above without a reason below it, read from the page
+# alone (the labels are kb.records.remedies.READY's words).
+AGREE = {
+    "fixed-release": {RELEASED},
+    "fixed-main": {MAIN, WORKAROUND, "Fix", "Fix in a pull request, not merged", "Proposed fix, not merged upstream"},
+    "fix-proposed": {WORKAROUND, "Fix", "Fix in a pull request, not merged", "Proposed fix, not merged upstream", None},
+    "workaround-only": {WORKAROUND},
+    "device-limit": {WORKAROUND, None},
+    "under-investigation": {WORKAROUND, "Fix", "Fix in a pull request, not merged", "Proposed fix, not merged upstream",
+                            None},
+}
+BADGE = re.compile(r'<span class="kb-status kb-status--([a-z-]+)">')
+LEDE = re.compile(r'<p class="kb-lede">.*?</p>\s*(<p class="kb-status-reason">(.*?)</p>)?', re.S)
+READY = re.compile(r'<dd class="kb-card__fix">(?:<span class="kb-card__ready">(.*?):</span>)?')
+
+
+def test_every_page_badge_agrees_with_its_do_now_or_says_why(live_site):
+    cells = checked_site(ROOT / "kb" / "entries")
+    by_url = {cells.url(cell): cell for cell in cells.cells}
+    pages = sorted(p for p in (live_site / "e").glob("*/index.html") if 'class="kb-card__fix"' in p.read_text("utf-8"))
+    assert len(pages) >= len(cells.cells)
+    wrong = []
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        lede = LEDE.search(text)
+        badges = set(BADGE.findall(text))
+        (badge,) = BADGE.findall(lede.group(0))[:1] or [None]
+        label = html.unescape(READY.search(text).group(1) or "") or None
+        where = path.parent.name
+        if badges != {badge}:
+            wrong.append(f"{where}: badges {sorted(badges)} on one page")
+        if label not in AGREE[badge] and not lede.group(1):
+            wrong.append(f"{where}: badge {badge!r} above Do-now {label!r} and no reason below the badge")
+        cell = by_url.get(f"e/{where}/")
+        if cell is not None:
+            shown = state(cell.entry)
+            assert (badge, label) == (shown.key, shown.line.label), where
+            assert (html.unescape(lede.group(2)) if lede.group(1) else None) == shown.reason, where
+    assert wrong == []
+
+
+def test_the_exports_and_scripts_carry_the_same_state(live_site):
+    cells = checked_site(ROOT / "kb" / "entries")
+    triage = json.loads((live_site / "triage" / "patterns.json").read_text(encoding="utf-8"))["results"]
+    stack = {c["id"]: c for c in json.loads((live_site / "stack" / "stack.json").read_text(encoding="utf-8"))["cells"]}
+    for cell in cells.cells:
+        shown = state(cell.entry)
+        assert (triage[cell.id]["status"], triage[cell.id]["status_reason"]) == (shown.key, shown.reason)
+        assert triage[cell.id]["do_now"] == shown.line.text
+        assert (stack[cell.id]["status"], stack[cell.id]["status_name"], stack[cell.id]["status_reason"]) == \
+            (shown.key, shown.words, shown.reason)
+        assert stack[cell.id]["do_now"]["label"] == shown.line.label
