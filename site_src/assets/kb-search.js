@@ -494,19 +494,12 @@
   var openWhenDone = false;
   var timer = null;
 
-  function run() {
-    var raw = input.value;
+  // The results for the query `raw` under the filters `chosen` (filter -> value): a promise of
+  // { items, total, closest }, every item when `all`, else the first SHOWN. What the box shows
+  // (run, below); the tests call it as kbSearch.answer to search many strings in one page.
+  function answer(raw, chosen, all) {
     var shown = raw.trim();
     var query = trim(raw).toLowerCase();
-    var chosen = filters();
-    var mine = ++generation;
-    root.removeAttribute("data-done-query");
-    if (!query && !Object.keys(chosen).length) {
-      openWhenDone = false;
-      close();
-      return;
-    }
-    status.textContent = "Searching\u2026";
     // A bare number (5090, `rtx 5090`) is what a reader types for a GPU model: masked, it would
     // match every literal with any number, so only the page text is searched for it, as written.
     var bare = GPU_NUMBER.test(query);
@@ -526,26 +519,43 @@
         // Pagefind is given words of the normalised line: punctuation (`=`, `::`, `>=`) splits
         // its tokens unpredictably, and the words the rules write in (`n`, `pkgs`, `#`) are in no page.
         var text = found.index ? kbNormalise.normalise(found.index.rules, found.index.passes, shown) : query;
-        var all = text.replace(/[^\p{L}\p{N}_.\s]+/gu, " ").split(/\s+/)
+        var words = text.replace(/[^\p{L}\p{N}_.\s]+/gu, " ").split(/\s+/)
           .filter(function (w) { return w && !/^(?:n|pkgs|#)$/.test(w); });
-        var kept = new Set(longest(all).slice(0, PAGEFIND_WORDS));
-        var words = all.filter(function (w) { return kept.delete(w); }).join(" ");
-        return pf.search(words || null, { filters: chosen });
+        var kept = new Set(longest(words).slice(0, PAGEFIND_WORDS));
+        var asked = words.filter(function (w) { return kept.delete(w); }).join(" ");
+        return pf.search(asked || null, { filters: chosen });
       });
     }).then(function (search) {
       if (!search) return { total: 0, datas: [] };
-      var top = search.results.slice(0, showAll ? search.results.length : CANDIDATES);
+      var top = search.results.slice(0, all ? search.results.length : CANDIDATES);
       return Promise.all(top.map(function (r) { return r.data(); })).then(function (datas) {
         return { total: search.results.length, datas: datas };
       });
     });
-    Promise.all([pages, local]).then(function (both) {
-      if (mine !== generation) return;
+    return Promise.all([pages, local]).then(function (both) {
       var found = both[0], hits = both[1].hits;
       var items = merge(query, hits, found.datas);
       var extra = Math.max(0, found.total - found.datas.length);
       var strong = hits.some(function (h) { return h.score >= STRONG; });
-      render(shown, showAll ? items : items.slice(0, SHOWN), items.length + extra, !found.datas.length && !strong && items.length > 0);
+      return { items: all ? items : items.slice(0, SHOWN), total: items.length + extra,
+               closest: !found.datas.length && !strong && items.length > 0 };
+    });
+  }
+
+  function run() {
+    var raw = input.value;
+    var chosen = filters();
+    var mine = ++generation;
+    root.removeAttribute("data-done-query");
+    if (!trim(raw) && !Object.keys(chosen).length) {
+      openWhenDone = false;
+      close();
+      return;
+    }
+    status.textContent = "Searching\u2026";
+    answer(raw, chosen, showAll).then(function (found) {
+      if (mine !== generation) return;
+      render(raw.trim(), found.items, found.total, found.closest);
       if (openWhenDone) {
         openWhenDone = false;
         open(0);
@@ -639,4 +649,6 @@
     showAll = true;
     run();
   }
+
+  window.kbSearch = { answer: answer };
 })();
