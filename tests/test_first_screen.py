@@ -18,7 +18,7 @@ from browser import serve
 from conftest import EXAMPLE_REPO as REPO
 from conftest import ROOT, checked_site
 from html_page import Page
-from kb.records import remedies
+from kb.records.state import state
 
 VIEWPORTS = [(1366, 900), (390, 844)]
 FIRST_SCREEN = {
@@ -47,12 +47,12 @@ def cells():
 def _shapes(cell, cells) -> dict[str, object]:
     """The ways a cell's first screen differs from another's, each a name and its value here."""
     e = cell.entry
-    now = remedies.do_now(e)
+    now = state(e)
     return {
-        "do now": now.readiness if now else None,  # each readiness label, and no remedy at all
-        "do now is code": bool(now) and now.remedy.kind in ("flag", "env-var"),
+        "do now": now.readiness,  # each readiness label, and nothing known at all
+        "do now is code": now.line.code,
         "more remedies": len(e.fixes + e.workarounds) > 1,
-        "versions": bool(now and now.versions),
+        "versions": bool(now.line.versions),
         "affected range": any(c.affected or c.fixed_in for c in e.components),
         "explicit cause": bool(e.cause),
         "generic literal": e.signatures[0].generic,
@@ -178,10 +178,11 @@ def test_do_now_label_and_remedy_are_on_screen(site, cells, browser, width, heig
     shown = 0
     for cell, page in _each_page(site, cells, browser, width, height):
         row = page.locator(".kb-card__fix")
-        if remedies.do_now(cell.entry) is None:
+        label = state(cell.entry).line.label
+        if label is None:
             continue
         shown += 1
-        if not row.inner_text().startswith(remedies.do_now(cell.entry).label + ": "):
+        if not row.inner_text().startswith(label + ": "):
             wrong.append(f"{cell.id}: {row.inner_text()!r} does not start with its label")
         row.scroll_into_view_if_needed()  # the fold is test_the_answer_is_on_the_first_screen's
         if row.evaluate(_SEEN) != [True, True]:
@@ -346,7 +347,7 @@ def test_the_checked_date_sits_between_heading_and_lede(site, cells, page):
 def _card_says_the_record(page: Page, cell, cells) -> list[str]:
     """What the first screen of `cell`'s page says against its record: the card's lines (the
     cause: its `cause:`, else the mechanism's first sentence, never the summary's; the version
-    range or the words for none; the Do-now row: remedies.do_now's remedy with its label and date,
+    range or the words for none; the Do-now row: the entry's state (kb.records.state) with its label and date,
     else how far a fix got with the status date), every first-screen element present, and no
     section below repeating the cause ("What it is" prints the summary)."""
     from kb.records import cause as causes
@@ -370,12 +371,13 @@ def _card_says_the_record(page: Page, cell, cells) -> list[str]:
     row = page.select_one(".kb-card__fix")
     if row.previous_element().text_content() != "Do now":
         wrong.append(f"{cell.id}: the fix row is not under 'Do now'")
-    fix, now = row.inner_text(), remedies.do_now(e)
-    if now is None:
-        if row.select(".kb-card__ready") or e.status.as_of not in fix:
-            wrong.append(f"{cell.id}: {fix!r} (no remedy in the record)")
-    elif not fix.startswith(f"{now.label}: {now.remedy.what}") or now.remedy.as_of not in fix:
-        wrong.append(f"{cell.id}: {fix!r}, expected {now.label}: {now.remedy.what!r}")
+    # The row is the entry's one state (kb.records.state): its remedy, or the release or commit its
+    # components name, or nothing known; dated by the remedy's day or the status's.
+    fix, now = row.inner_text(), state(e)
+    head = f"{now.line.label}: {now.line.what}" if now.line.label else now.line.what
+    day = now.now.remedy.as_of if now.now is not None else e.status.as_of
+    if not fix.startswith(head) or day not in fix:
+        wrong.append(f"{cell.id}: {fix!r}, expected {head!r} dated {day}")
     return wrong
 
 
