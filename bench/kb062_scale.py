@@ -1,6 +1,6 @@
 """What many signatures made of one small word pool cost `kb check` and `kb match` (issue 38 item 8).
 
-Usage: .venv/bin/python bench/kb062_scale.py [--cells 50 100 198] [--log-kib 64] [--code DIR] [--json]
+Usage: .venv/bin/python bench/kb062_scale.py [--cells 50 100 198] [--log-kib 64] [--code DIR ...] [--json]
 
 The attack review's construction (notes/attack-review-2026-12-05.md, Informational, KB062): valid
 synthetic cells (bench/synth.py, written outside the checkout) whose signatures after the first are
@@ -8,8 +8,9 @@ rewritten as 8-word subsets of a 12-word pool, in a different order each time (4
 at most 8 times, so KB062's same-word-set rule passes them; every pool word is then held by two
 thirds of all signatures). Printed for each size: a cold `kb check` of the hostile folder and of the
 same cells unmodified, and `kb match --entries` of each on a log of lines holding the 12 words. The
-commands run in fresh processes with an empty cache, with the code of --code (default: this
-checkout), so a run with `--code` of an older checkout gives the figures before a change side by side.
+commands run in fresh processes with an empty cache, with the code of each --code folder in turn
+(default: this checkout), so `--code OLD .` gives the figures before and after a change side by side,
+measured on the same folders in one run.
 tests/test_kb062_scale.py asserts a generous bound on how the check grows with the size.
 """
 
@@ -93,19 +94,22 @@ def kb(code: Path, args: list[str]) -> tuple[float, int]:
         return time.perf_counter() - started, done.returncode
 
 
-def measure(sizes: list[int], log_bytes: int, code: Path = ROOT) -> list[dict]:
-    """For each size: seconds and exit status of a cold check and a match, hostile and plain."""
+def measure(sizes: list[int], log_bytes: int, codes: tuple[Path, ...] = (ROOT,)) -> list[dict]:
+    """For each size and code folder: seconds and exit status of a cold check and a match, of the
+    hostile cells and of the same cells unmodified."""
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         logfile = Path(scratch) / "pool.log"
         logfile.write_text(log(log_bytes), encoding="utf-8")
         for cells in sizes:
-            row: dict = {"cells": cells, "signatures": cells * PER_CELL}
-            for name, hostile in (("hostile", True), ("plain", False)):
-                folder = build(Path(scratch) / f"{name}-{cells}", cells, hostile)
-                row[f"check {name}"] = kb(code, ["check", str(folder)])
-                row[f"match {name}"] = kb(code, ["match", "--entries", str(folder), "--json", str(logfile)])
-            rows.append(row)
+            folders = {name: build(Path(scratch) / f"{name}-{cells}", cells, hostile)
+                       for name, hostile in (("hostile", True), ("plain", False))}
+            for code in codes:
+                row: dict = {"code": str(code), "cells": cells, "signatures": cells * PER_CELL}
+                for name, folder in folders.items():
+                    row[f"check {name}"] = kb(code, ["check", str(folder)])
+                    row[f"match {name}"] = kb(code, ["match", "--entries", str(folder), "--json", str(logfile)])
+                rows.append(row)
     return rows
 
 
@@ -113,17 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cells", type=int, nargs="+", default=[50, 100, 198], help="sizes (default 50 100 198)")
     parser.add_argument("--log-kib", type=int, default=64, help="size of the log in KiB (default 64)")
-    parser.add_argument("--code", type=Path, default=ROOT, help="checkout whose kb runs (default: this one)")
+    parser.add_argument("--code", type=Path, nargs="+", default=[ROOT],
+                        help="checkouts whose kb runs, each in turn (default: this one)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    rows = measure(args.cells, args.log_kib * 1024, args.code.resolve())
+    rows = measure(args.cells, args.log_kib * 1024, tuple(code.resolve() for code in args.code))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"code: {args.code.resolve()}  (seconds, exit status)")
+    print(f"seconds (exit status); log of {args.log_kib} KiB")
     for row in rows:
-        print(f"{row['cells']:5} cells {row['signatures']:5} hostile signatures: "
-              + "  ".join(f"{k} {v[0]:6.2f} s ({v[1]})" for k, v in row.items() if isinstance(v, tuple)))
+        print(f"{row['code']}  {row['cells']:4} cells {row['signatures']:5} pool signatures: "
+              + "  ".join(f"{k} {v[0]:6.2f} ({v[1]})" for k, v in row.items() if isinstance(v, tuple)))
     return 0
 
 
