@@ -496,16 +496,40 @@ def _signature_forms(signature, architectures, cache) -> tuple[patterns.Compiled
     return cache.fetch(key, lambda: _folded_forms(signature.text, signature.match, architectures))
 
 
+MAX_CANDIDATES = 64  # patterns the look-alike check may try on one signature text (KB062)
+
+
+@dataclass(frozen=True)
+class Crowded:
+    """A signature text filed patterns would all be tried on (KB062): `count` of them, under
+    `words` (word -> patterns filed under it, the largest first)."""
+
+    cell: Cell
+    index: int
+    count: int
+    words: tuple[tuple[str, int], ...]
+
+
 def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cell, int]]:
     """(a, i, b, j) for each two cells, neither listing the other in `related`, where a log line
     fits both: a's signature i and b's signature j (one's literal text matches the other's
     pattern, as `kb match` would match it: `kb.records.patterns` over `kb.records.normalise`d text, a named
     symptom as whole words only). The first such signatures of the pair are named. `cache`:
-    the check's, which keeps each signature's pattern and normalised text."""
+    the check's, which keeps each signature's pattern and normalised text. Texts that would be
+    tried against more than MAX_CANDIDATES patterns are left out (`look_alike_scan`)."""
+    return look_alike_scan(cells, cache)[0]
+
+
+def look_alike_scan(cells: list[Cell], cache=None) -> tuple[list[tuple[Cell, int, Cell, int]], list[Crowded]]:
+    """`look_alike_pairs`, and the texts it left out because too many patterns would be tried
+    on them (KB062 reports them: the index fails, so nothing it leaves out passes unseen)."""
     # Each pattern is filed under one of its words, which every line it matches contains: the
     # word fewest signature texts hold, so each text is tried against few patterns (a common
     # word such as "memory" would make the pass grow as N squared). An expression is compiled
-    # only when a text holds all its words (most never are).
+    # only when a text holds all its words (most never are). What a text is tried against is
+    # known before it is tried (the sizes of the buckets of the words it holds), so a text whose
+    # words all are common ones (8 of a pool of 12, in every order) is counted and set aside,
+    # never tried: the pass costs at most MAX_CANDIDATES tries per text, whatever the index.
     forms = {(cell.id, j): _signature_forms(signature, cell.entry.hardware.architectures, cache)
              for cell in cells for j, signature in enumerate(cell.entry.signatures)}
     compiled = [(cell, j, signature, forms[cell.id, j][0])
@@ -525,13 +549,19 @@ def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cel
     anchors = sorted(by_anchor)
     automaton = ahocorasick_rs.AhoCorasick(anchors) if anchors else None
     first: dict[tuple[str, str], tuple[int, int]] = {}  # (text's cell, pattern's cell) -> (i, j)
+    crowded: list[Crowded] = []
     for cell in cells:
         for i, signature in enumerate(cell.entry.signatures):
             lower = confusables.fold(signature.text).lower()
             normal = forms[cell.id, i][1]
-            present = {anchors[k] for k, _, _ in automaton.find_matches_as_indexes(lower, overlapping=True)} \
-                if automaton else set()
-            for other, j, source, words in always + [c for a in sorted(present) for c in by_anchor[a]]:
+            present = sorted({anchors[k] for k, _, _ in automaton.find_matches_as_indexes(lower, overlapping=True)}
+                             if automaton else set())
+            count = len(always) + sum(len(by_anchor[a]) for a in present)
+            if count > MAX_CANDIDATES:
+                words = sorted(((a, len(by_anchor[a])) for a in present), key=lambda aw: (-aw[1], aw[0]))
+                crowded.append(Crowded(cell, i, count, tuple(words)))
+                continue
+            for other, j, source, words in always + [c for a in present for c in by_anchor[a]]:
                 key = (cell.id, other.id)
                 if other.id == cell.id or (key in first and first[key] <= (i, j)):
                     continue
@@ -548,13 +578,31 @@ def look_alike_pairs(cells: list[Cell], cache=None) -> list[tuple[Cell, int, Cel
         else:
             j, i = first[(b.id, a.id)]
         pairs.append((a, i, b, j))
-    return pairs
+    return pairs, crowded
+
+
+def _crowded(crowded: list[Crowded]) -> list[Problem]:
+    """KB062: a signature text the look-alike check (and `kb match`, on a line like it) would try
+    more than MAX_CANDIDATES patterns on: signatures made only of words many others hold."""
+    problems = []
+    for item in crowded:
+        loc = ("signatures", item.index, "text")
+        shown = ", ".join(f"{word!r} ({n})" for word, n in item.words[:4])
+        problems.append(Problem(
+            item.cell.path, item.cell.line_of(loc), dotted(loc),
+            f"{item.count} signatures in the index are filed under words this text holds ({shown}), and each "
+            f"would be tried on it (at most {MAX_CANDIDATES} may): give the signatures made only of common "
+            "words a word of their own (an identifier, a number) or write their forms as one `match:` pattern",
+            "KB062", item.cell.entry.signatures[item.index].text))
+    return problems
 
 
 def _look_alikes(cells: list[Cell], cache=None) -> list[Problem]:
-    """KB047: two cells whose signatures match one same line list each other in `related`."""
-    problems: list[Problem] = []
-    for a, i, b, j in look_alike_pairs(cells, cache):
+    """KB047: two cells whose signatures match one same line list each other in `related`; and
+    KB062's texts the look-alike check would try too many patterns on (`look_alike_scan`)."""
+    pairs, crowded = look_alike_scan(cells, cache)
+    problems: list[Problem] = _crowded(crowded)
+    for a, i, b, j in pairs:
         for cell, k, other, m in ((a, i, b, j), (b, j, a, i)):
             loc = ("signatures", k, "text")
             problems.append(Problem(
