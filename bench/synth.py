@@ -364,7 +364,8 @@ def cell(seed: int, index: int, used: set[str]) -> tuple[str, dict]:
         if state in ("fixed-release", "fixed-main") and n == 1:
             fixed = versions[-1]
             component["affected"] = f">={versions[0]},<{fixed}"
-            component["fixed_in"] = fixed
+            if state == "fixed-release":  # fixed on main names no release (KB086)
+                component["fixed_in"] = fixed
             # A fixed_in names the change that holds it (KB061); the draws stay as they were.
             if rng.random() < 0.3:
                 component["fixed_commit"] = f"{rng.randrange(16 ** 10):010x}"
