@@ -256,13 +256,13 @@ def stage_exports(args) -> dict:
     from kb.site import export
     from kb.site.generate import _facts_schema
     from kb.site.pages import Site
-    from kb.triage import match
+    from kb.triage import rules
 
     cells = _cells(args.cache)
     site = Site(cells)
     with _profiled(args.profile) as timer:
         files = export.files(site, None, _facts_schema())
-        files["triage/patterns.json"] = json_lib.dumps(match.export(match.rules(cells)), indent=1, sort_keys=True,
+        files["triage/patterns.json"] = json_lib.dumps(rules.export(rules.rules(cells)), indent=1, sort_keys=True,
                                                        ensure_ascii=False) + "\n"
         jsonld = [export.jsonld(c, site, None) for c in site.cells]
     size = sum(len(v.encode()) for v in files.values()) + sum(len(v.encode()) for v in jsonld)
