@@ -182,10 +182,10 @@ def _progress(name: str, started: float) -> None:
 def stage_check(args) -> dict:
     """lint.check as it is; prints when the per-file part ends and how long the cross checks
     and the look-alike rule take, so a run killed at its timeout still tells where it was."""
-    from kb.records import lint
+    from kb.records import crosscheck, lint
 
     started = time.perf_counter()
-    cross, look = lint._cross_checks, getattr(lint, "_look_alikes", None)
+    cross, look = lint._cross_checks, getattr(crosscheck, "_look_alikes", None)
 
     def timed_cross(*a, **k):
         _progress("per-file", started)
@@ -203,7 +203,7 @@ def stage_check(args) -> dict:
 
     lint._cross_checks = timed_cross
     if look is not None:
-        lint._look_alikes = timed_look
+        crosscheck._look_alikes = timed_look
     with _profiled(args.profile) as timer:
         result = lint.check([args.entries])
     if result.problems:
