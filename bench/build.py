@@ -182,10 +182,10 @@ def _progress(name: str, started: float) -> None:
 def stage_check(args) -> dict:
     """lint.check as it is; prints when the per-file part ends and how long the cross checks
     and the look-alike rule take, so a run killed at its timeout still tells where it was."""
-    from kb.records import lint
+    from kb.records import crosscheck, lint
 
     started = time.perf_counter()
-    cross, look = lint._cross_checks, getattr(lint, "_look_alikes", None)
+    cross, look = lint._cross_checks, getattr(crosscheck, "_look_alikes", None)
 
     def timed_cross(*a, **k):
         _progress("per-file", started)
@@ -203,7 +203,7 @@ def stage_check(args) -> dict:
 
     lint._cross_checks = timed_cross
     if look is not None:
-        lint._look_alikes = timed_look
+        crosscheck._look_alikes = timed_look
     with _profiled(args.profile) as timer:
         result = lint.check([args.entries])
     if result.problems:
@@ -256,13 +256,13 @@ def stage_exports(args) -> dict:
     from kb.site import export
     from kb.site.generate import _facts_schema
     from kb.site.pages import Site
-    from kb.triage import match
+    from kb.triage import rules
 
     cells = _cells(args.cache)
     site = Site(cells)
     with _profiled(args.profile) as timer:
         files = export.files(site, None, _facts_schema())
-        files["triage/patterns.json"] = json_lib.dumps(match.export(match.rules(cells)), indent=1, sort_keys=True,
+        files["triage/patterns.json"] = json_lib.dumps(rules.export(rules.rules(cells)), indent=1, sort_keys=True,
                                                        ensure_ascii=False) + "\n"
         jsonld = [export.jsonld(c, site, None) for c in site.cells]
     size = sum(len(v.encode()) for v in files.values()) + sum(len(v.encode()) for v in jsonld)

@@ -56,11 +56,11 @@ def real(size: int) -> str:
 
 def _rules():
     from kb import ENTRIES
-    from kb.triage import match
+    from kb.triage.rules import export, load_rules
 
-    rules, problems = match.load_rules(ENTRIES)
+    rules, problems = load_rules(ENTRIES)
     assert not problems, problems
-    return match.export(rules)["rules"]
+    return export(rules)["rules"]
 
 
 def wrapped_pairs(rules: list[dict], width: int) -> str:

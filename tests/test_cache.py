@@ -185,8 +185,8 @@ def test_a_warm_kb_match_reads_its_rules_from_the_cache_without_the_check():
     check, and finds the same cells as the first."""
     import sys
 
-    code = ("import sys, json; from pathlib import Path; from kb.triage import match; "
-            f"rules, problems = match.load_rules(Path({str(ROOT / 'kb' / 'entries')!r})); "
+    code = ("import sys, json; from pathlib import Path; from kb.triage.rules import load_rules; "
+            f"rules, problems = load_rules(Path({str(ROOT / 'kb' / 'entries')!r})); "
             "print(json.dumps([len(rules), len(problems), 'pydantic' in sys.modules, "
             "'kb.records.lint' in sys.modules]))")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

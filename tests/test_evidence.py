@@ -67,16 +67,16 @@ def test_numbers_must_fall_in_the_same_window(rule_list):
 def test_evidence_weighs_less_than_a_literal_signature(rule_list):
     """A log that prints the MLA error line and also shows another cell's evidence ranks the
     literal cell first."""
-    from kb.triage import match
+    from kb.triage import match, rules
 
-    matcher = match.Matcher(match.rules(lint.check([ROOT / "kb" / "entries"]).cells))
+    matcher = match.Matcher(rules.rules(lint.check([ROOT / "kb" / "entries"]).cells))
     log = ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 102400, "
            "Hardware limit: 101376\nmm_fp4 fp4_gemm_cutlass_sm120.cu +34 MiB\n").encode()
     hits = matcher.scan(io.BytesIO(log))
     merged = evidence.merge(hits, *evidence.scan(rule_list, io.BytesIO(log)))
     assert [h.entry for h in merged][:2] == ["mla-decode-fp8-kv-triton-shared-memory",
                                              "cutlass-fp4-gemm-per-call-workspace"]
-    assert merged[1].score == evidence.EVIDENCE_WEIGHT < match.EXACT_WEIGHT
+    assert merged[1].score == evidence.EVIDENCE_WEIGHT < rules.EXACT_WEIGHT
     assert merged[1].signature.startswith("evidence: mm_fp4 + ")
 
 

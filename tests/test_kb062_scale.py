@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from kb.records import lint
+from kb.records import crosscheck, lint
 
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -34,7 +34,7 @@ def test_pool_signatures_are_refused_and_the_same_cells_unmodified_pass(tmp_path
     assert len(crowded) > 8 * kb062_scale.PER_CELL // 2
     first = crowded[0]
     assert first.loc.startswith("signatures[") and first.loc.endswith("].text") and first.line > 1
-    assert f"(at most {lint.MAX_CANDIDATES} may)" in first.message
+    assert f"(at most {crosscheck.MAX_CANDIDATES} may)" in first.message
     assert "'" in first.message.split("holds (", 1)[1]  # the words, quoted, with their counts
     plain = lint.check([kb062_scale.build(tmp_path / "plain", 8, hostile=False)])
     assert plain.problems == []
@@ -45,13 +45,13 @@ def test_a_crowded_text_is_counted_not_tried(tmp_path, monkeypatch):
     per text is bounded by MAX_CANDIDATES however many signatures share the pool."""
     cells = lint.check([kb062_scale.build(tmp_path / "hostile", 8, hostile=True)]).cells
     tried: list[str] = []
-    real = lint.patterns.regex
-    monkeypatch.setattr(lint.patterns, "regex", lambda source: tried.append(source) or real(source))
-    pairs, crowded = lint.look_alike_scan(cells)
+    real = crosscheck.patterns.regex
+    monkeypatch.setattr(crosscheck.patterns, "regex", lambda source: tried.append(source) or real(source))
+    pairs, crowded = crosscheck.look_alike_scan(cells)
     assert pairs == []
-    assert crowded and all(item.count > lint.MAX_CANDIDATES for item in crowded)
+    assert crowded and all(item.count > crosscheck.MAX_CANDIDATES for item in crowded)
     texts = sum(len(c.entry.signatures) for c in cells)
-    assert len(tried) <= (texts - len(crowded)) * lint.MAX_CANDIDATES
+    assert len(tried) <= (texts - len(crowded)) * crosscheck.MAX_CANDIDATES
 
 
 def _cross_check_seconds(folder) -> float:
@@ -60,7 +60,7 @@ def _cross_check_seconds(folder) -> float:
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
-        lint._cross_checks(cells, ids)
+        crosscheck._cross_checks(cells, ids)
         best = min(best, time.perf_counter() - started)
     return best
 

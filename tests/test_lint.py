@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kb.records import lint, load, schema
+from kb.records import crosscheck, lint, load, schema, validate
 from kb.records.problems import MISSING
 
 from conftest import FIXTURES, ROOT
@@ -132,7 +132,7 @@ def test_related_to_an_invalid_cell_is_not_unknown(tmp_path):
 
 
 def test_slug_collision_is_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr(lint, "slug", lambda text: "same")
+    monkeypatch.setattr(crosscheck, "slug", lambda text: "same")
     path = _write(tmp_path, "one.yaml", GOOD.read_text(encoding="utf-8"))
     problems = lint.check([path]).problems
     assert {(p.code, p.loc) for p in problems} == {("KB041", "signatures[0].text"), ("KB041", "signatures[1].text")}
@@ -164,7 +164,7 @@ def test_breaking_any_text_field_names_file_line_and_field(path):
             continue
         broken = copy.deepcopy(loaded.data)
         _set(broken, loc, "")
-        entry, problems = lint._validate(load.Loaded(path, broken, loaded.lines), path.stem)
+        entry, problems = validate._validate(load.Loaded(path, broken, loaded.lines), path.stem)
         assert entry is None, loc
         assert [(p.line, p.loc) for p in problems] == [(loaded.lines[loc], load.dotted(loc))], loc
 

@@ -58,16 +58,16 @@ def test_a_number_in_the_entrys_own_literal_is_not_the_gpu():
     import io
 
     from kb.records import lint
-    from kb.triage import match
+    from kb.triage import match, rules
 
-    rule_list = match.rules(lint.check([ROOT / "kb" / "entries"]).cells)
+    rule_list = rules.rules(lint.check([ROOT / "kb" / "entries"]).cells)
     matcher = match.Matcher(rule_list)
     line = "RuntimeError: FlashInfer requires GPUs with sm75 or higher"
     assert logfacts.read([line]).as_json()["gpus"][0]["compute_capability"] == "7.5"  # read alone, it is one
 
     def verdicts(log: str) -> dict[str, str]:
         data = log.encode()
-        hits = match.decide(matcher.scan(io.BytesIO(data)), match.scopes(rule_list), match.read_facts(io.BytesIO(data)))
+        hits = match.decide(matcher.scan(io.BytesIO(data)), rules.scopes(rule_list), match.read_facts(io.BytesIO(data)))
         return {hit.entry: hit.verdict for hit in hits}
 
     entry = "flashinfer-jit-sm12x-arch-dropped-cuda-below-12-9"

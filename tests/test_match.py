@@ -18,7 +18,7 @@ import pytest
 from browser import serve
 from conftest import ROOT
 from kb.records import lint, patterns
-from kb.triage import match
+from kb.triage import match, rules
 
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "match.json").read_text(encoding="utf-8"))["vectors"]
 KB = [sys.executable, "-m", "kb.cli"]
@@ -30,7 +30,7 @@ def kb_match(text: bytes, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def matcher() -> match.Matcher:
-    return match.Matcher(match.rules(lint.check([ROOT / "kb" / "entries"]).cells))
+    return match.Matcher(rules.rules(lint.check([ROOT / "kb" / "entries"]).cells))
 
 
 def kb_match_in_process(text: bytes, *args: str) -> tuple[int, str]:

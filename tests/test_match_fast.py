@@ -31,7 +31,8 @@ from hypothesis import strategies as st
 from conftest import ROOT
 from kb.records import lint
 from kb.records.normalise import normalise
-from kb.triage import match, wrapped
+from kb.triage import match, prefilter, wrapped
+from kb.triage import rules as triage_rules
 
 # Small enough that a few kilobytes of log cross many reads, blocks and automata, and that a word
 # is weighed again after each line it brings that no rule confirms.
@@ -39,12 +40,12 @@ TINY = {"CHUNK": 64, "BLOCK": 16, "WASTE": 1, "PACKED": 5}
 
 
 @functools.lru_cache(maxsize=1)
-def live_rules() -> list[match.SignatureRule]:
-    return match.rules(lint.check([ROOT / "kb" / "entries"]).cells)
+def live_rules() -> list[triage_rules.SignatureRule]:
+    return triage_rules.rules(lint.check([ROOT / "kb" / "entries"]).cells)
 
 
 @pytest.fixture(scope="module")
-def rules() -> list[match.SignatureRule]:
+def rules() -> list[triage_rules.SignatureRule]:
     return live_rules()
 
 
@@ -57,7 +58,7 @@ def _every_rule_looked_for_wrapped():
         yield
 
 
-def reference(rule_list: list[match.SignatureRule], log: bytes) -> list[tuple]:
+def reference(rule_list: list[triage_rules.SignatureRule], log: bytes) -> list[tuple]:
     """(entry, score, lines, texts, signatures) of each cell, as the scan reports it, by the book."""
     ordered = sorted((r for r in rule_list if r.anchor), key=lambda r: r.anchor)  # stable: list order within
     hits: dict[str, match.Hit] = {}
@@ -83,14 +84,14 @@ def reference(rule_list: list[match.SignatureRule], log: bytes) -> list[tuple]:
         for size in range(2, wrapped.LINES + 1):
             held = {r.anchor for r in ordered if any(r.anchor.encode() in lines[i].lower() for i in range(a, min(a + size, len(lines))))}
             for key, rule in enumerate(ordered):
-                if rule.anchor in held and every.shows(wrapped.ScanRule(key, rule.anchor, match._options(rule), rule.words, rule.source, rule.edges, rule.signature), a, a + size - 1):
+                if rule.anchor in held and every.shows(wrapped.ScanRule(key, rule.anchor, triage_rules._options(rule), rule.words, rule.source, rule.edges, rule.signature), a, a + size - 1):
                     _add(hits, rule, {i + 1: texts[i] for i in range(a, a + size)})
     for hit in hits.values():
         hit.lines.sort()
     return _shown(sorted(hits.values(), key=lambda h: (-h.score, h.entry)))
 
 
-def _add(hits: dict[str, match.Hit], rule: match.SignatureRule, texts: dict[int, str]) -> None:
+def _add(hits: dict[str, match.Hit], rule: triage_rules.SignatureRule, texts: dict[int, str]) -> None:
     hit = hits.setdefault(rule.entry, match.Hit(rule.entry, rule.url, rule.title))
     if rule.signature not in hit.signatures:
         hit.signatures[rule.signature] = rule.weight
@@ -107,9 +108,22 @@ def _shown(hits: list[match.Hit]) -> list[tuple]:
     return [(h.entry, h.score, h.lines, h.texts, sorted(h.signatures.items())) for h in hits]
 
 
-def scanned(rule_list: list[match.SignatureRule], log: bytes, **constants) -> list[tuple]:
-    """What the scan reports, with some of kb.triage.match's sizes changed for the while."""
-    with mock.patch.multiple(match, **constants) if constants else contextlib.nullcontext():
+def sizes(**constants) -> contextlib.ExitStack:
+    """Some of the scan's sizes changed for the while, each in the module that reads it: the
+    scanner's (kb.triage.match) or the prefilter's (kb.triage.prefilter)."""
+    unknown = [name for name in constants if not hasattr(match, name) and not hasattr(prefilter, name)]
+    assert not unknown, f"no scan size is named {unknown}"
+    stack = contextlib.ExitStack()
+    for module in (match, prefilter):
+        mine = {name: value for name, value in constants.items() if hasattr(module, name)}
+        if mine:
+            stack.enter_context(mock.patch.multiple(module, **mine))
+    return stack
+
+
+def scanned(rule_list: list[triage_rules.SignatureRule], log: bytes, **constants) -> list[tuple]:
+    """What the scan reports, with some of its sizes changed for the while (`sizes`)."""
+    with sizes(**constants):
         return _shown(match.Matcher(rule_list).scan(io.BytesIO(log)))
 
 
@@ -203,7 +217,7 @@ def _wrapped(text: str, rng: random.Random) -> list[bytes]:
     return [line.encode("utf-8") for line in out]
 
 
-def random_log(rule_list: list[match.SignatureRule], seed: int, lines: int) -> bytes:
+def random_log(rule_list: list[triage_rules.SignatureRule], seed: int, lines: int) -> bytes:
     rng = random.Random(seed)
     texts = sorted({r.signature for r in rule_list}) + NOISE[:-1]
     out: list[bytes] = []
@@ -266,7 +280,7 @@ def test_a_noisy_word_is_given_up(rules):
         hits = matcher.scan(io.BytesIO(log))
     assert [(h.entry, h.lines) for h in hits] == [(e[0], e[2]) for e in reference(rules, log)]
     assert any(3001 in h.lines for h in hits)
-    assert len(calls) <= match.WASTE + 1
+    assert len(calls) <= prefilter.WASTE + 1
 
 
 def test_scan_reads_in_bounded_pieces_from_a_stream_without_readinto(rules):
@@ -282,6 +296,6 @@ def test_scan_reads_in_bounded_pieces_from_a_stream_without_readinto(rules):
             return piece
 
     log = random_log(rules, 3, 50)
-    with mock.patch.multiple(match, **TINY):
+    with sizes(**TINY):
         got = _shown(match.Matcher(rules).scan(Plain(log)))
     assert got == reference(rules, log)

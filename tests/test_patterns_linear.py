@@ -29,6 +29,7 @@ from browser import serve
 from conftest import FIXTURES, ROOT
 from kb.records import lint, patterns
 from kb.triage import match, request
+from kb.triage import rules as triage_rules
 
 CASES = json.loads((FIXTURES / "hostile" / "patterns" / "cases.json").read_text(encoding="utf-8"))
 GOOD_TEXT = (FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml").read_text(encoding="utf-8")
@@ -158,12 +159,12 @@ def test_atomic_matching_means_what_backtracking_matching_means():
 
 # --- linear time ---------------------------------------------------------------------------
 
-def _adversarial_rules() -> list[tuple[match.SignatureRule, list]]:
+def _adversarial_rules() -> list[tuple[triage_rules.SignatureRule, list]]:
     out = []
     for i, case in enumerate(CASES["adversarial"]):
         compiled = patterns.compile_signature(case["text"], case["match"])
         for kind in ("exception", "symptom"):
-            rule = match.SignatureRule(f"hostile-{i}-{kind}", case["text"], kind, patterns.search_source(compiled, kind),
+            rule = triage_rules.SignatureRule(f"hostile-{i}-{kind}", case["text"], kind, patterns.search_source(compiled, kind),
                               compiled.anchor, 1.0, f"e/hostile-{i}-{kind}/", case["match"], compiled.words,
                               scope={"architectures": ["sm_120"], "components": []})
             out.append((rule, case["shapes"] + CASES["generic_shapes"]))
@@ -171,10 +172,10 @@ def _adversarial_rules() -> list[tuple[match.SignatureRule, list]]:
 
 
 @pytest.fixture(scope="module")
-def targets() -> list[tuple[match.SignatureRule, list]]:
+def targets() -> list[tuple[triage_rules.SignatureRule, list]]:
     """(rule, line shapes) for every live signature and every hostile case, as `kb match` and the
     triage page (patterns.json) run them."""
-    live = match.rules(lint.check([ROOT / "kb" / "entries"]).cells)
+    live = triage_rules.rules(lint.check([ROOT / "kb" / "entries"]).cells)
     return [(rule, CASES["generic_shapes"]) for rule in live] + _adversarial_rules()
 
 
@@ -286,7 +287,7 @@ _JS_TIMES = """([sources, lengths, runs]) => {
 
 def test_chromium_matching_time_is_linear_and_agrees_with_python(targets, python_results, page):
     """The sources exported to triage/patterns.json, run by V8 as the triage page runs them."""
-    exported = match.export([rule for rule, _ in targets])["rules"]
+    exported = triage_rules.export([rule for rule, _ in targets])["rules"]
     assert [r["source"] for r in exported] == [rule.source for rule, _ in targets]
     work = {}
     for rule, shapes in targets:
@@ -317,7 +318,7 @@ def test_triage_page_matches_hostile_logs_as_kb_match_does(targets, page, tmp_pa
                "kb-request.js", "kb-triage.js"]
     for script in scripts:
         (site / "assets" / script).write_bytes((ROOT / "site_src" / "assets" / script).read_bytes())
-    (site / "triage" / "patterns.json").write_text(json.dumps(match.export(rules) | {"request": request.export()}),
+    (site / "triage" / "patterns.json").write_text(json.dumps(triage_rules.export(rules) | {"request": request.export()}),
                                                    encoding="utf-8")
     form = re.search(r"(?s)<form.*</form>", (ROOT / "templates" / "pages" / "triage.html").read_text(encoding="utf-8"))
     html = form.group(0).replace("{{ rel(here, 'triage/') }}", "")

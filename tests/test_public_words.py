@@ -28,7 +28,7 @@ import yaml
 from browser import serve
 from conftest import ROOT
 from html_page import Page
-from kb.records.lint import prose_field
+from kb.records.prosecheck import prose_field
 
 ENTRIES = ROOT / "kb" / "entries"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kb import cli
-from kb.records import lint
+from kb.records import crosscheck, lint, validate
 from kb.records.rules import RULES
 from kb.site.pages import Renderer, Site
 from kb.site.rulespage import rules_page
@@ -203,7 +203,7 @@ def test_kb029_value_that_fails_its_fields_check(tmp_path):
 
     loaded = load(GOOD)
     loaded.data["title"] = "MLA decode runs out of \ud800 shared memory"
-    _, problems = lint._validate(loaded, GOOD.stem)
+    _, problems = validate._validate(loaded, GOOD.stem)
     assert [(p.code, p.loc, p.line) for p in problems] == [("KB029", "title", 2)]
 
 
@@ -529,7 +529,7 @@ def test_kb047_index_finds_what_comparing_every_pair_finds(folder):
 
     cells = [dataclasses.replace(c, entry=c.entry.model_copy(update={"related": []}))
              for c in lint.check([folder]).cells]
-    found = [(a.id, i, b.id, j) for a, i, b, j in lint.look_alike_pairs(cells)]
+    found = [(a.id, i, b.id, j) for a, i, b, j in crosscheck.look_alike_pairs(cells)]
     assert found == _brute_force_pairs(cells)
     assert found  # the live cells and the fixtures do have look-alikes: they are related today
 

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT
 from kb.records import verdict
-from kb.triage import evidence, logfacts, match, request
+from kb.triage import evidence, logfacts, match, request, rules
 
 NODE = Path(playwright.__file__).parent / "driver" / "node"
 ASSETS = ROOT / "site_src" / "assets"
@@ -37,7 +37,7 @@ def _python_match(rule_list, evidence_rules, log: str) -> list[dict]:
     if evidence_rules:
         hits = evidence.merge(hits, *evidence.scan(evidence_rules, io.BytesIO(data)))
     if hits:
-        hits = match.decide(hits, match.scopes(rule_list), match.read_facts(io.BytesIO(data)))
+        hits = match.decide(hits, rules.scopes(rule_list), match.read_facts(io.BytesIO(data)))
     return [hit.as_json() for hit in hits]
 
 
@@ -47,16 +47,16 @@ def script_paths() -> list[str]:
 
 def patterns_data() -> dict:
     """triage/patterns.json as the build writes it for the live entries (the parts the engines read)."""
-    rule_list, problems = match.load_rules(ENTRIES)
+    rule_list, problems = rules.load_rules(ENTRIES)
     assert problems == []
     evidence_rules = evidence.load_rules(ENTRIES)
-    return match.export(rule_list) | {"request": request.export(), "evidence": evidence.export(evidence_rules)}
+    return rules.export(rule_list) | {"request": request.export(), "evidence": evidence.export(evidence_rules)}
 
 
 @pytest.fixture(scope="module")
 def twins():
     """Python's answers and node's, on every vector, from one node run."""
-    rule_list, _ = match.load_rules(ENTRIES)
+    rule_list, _ = rules.load_rules(ENTRIES)
     evidence_rules = evidence.load_rules(ENTRIES)
     stdin = {"assets": script_paths(),
              "data": {"patterns": patterns_data(), "stack": {"verdict": verdict.export()}}, "vectors": VECTORS}

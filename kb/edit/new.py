@@ -27,7 +27,7 @@ from typing import Callable
 from pydantic import TypeAdapter, ValidationError
 
 from kb.records import schema
-from kb.records import facets, lint
+from kb.records import crosscheck, facets, lint
 from kb.records.problems import show
 
 MAX_ID_CHARS = 60
@@ -262,7 +262,7 @@ def look_alikes(new: lint.Cell, cells: list[lint.Cell]) -> list[tuple[str, str]]
     """(id, why) of the existing cells whose signatures fit a line the new cell's signature fits:
     the two must list each other in `related` (rule KB047, found as `kb check` finds it)."""
     found: list[tuple[str, str]] = []
-    for a, i, b, j in lint.look_alike_pairs([c for c in cells if c.id != new.id] + [new]):
+    for a, i, b, j in crosscheck.look_alike_pairs([c for c in cells if c.id != new.id] + [new]):
         if new.id in (a.id, b.id):
             other, k = (b, j) if a.id == new.id else (a, i)
             found.append((other.id, f"signatures[{k}] fits the same log line"))

@@ -75,8 +75,8 @@ def rules(cells: list[Cell]) -> list[EvidenceRule]:
 
 
 def load_rules(entries: Path) -> list[EvidenceRule]:
-    """The evidence rules of an entries folder that `kb.triage.match.load_rules` found clean. Cached as
-    kb.triage.match caches its rules (keyed by the code and the entry files' state), so a warm
+    """The evidence rules of an entries folder that `kb.triage.rules.load_rules` found clean. Cached as
+    kb.triage.rules caches its rules (keyed by the code and the entry files' state), so a warm
     `kb match` still reads no entry file."""
     from kb.cache import rules_cache
 

@@ -1,13 +1,13 @@
 """Log triage: which cells a log shows, with the lines that show them (`kb match`).
 
-A rule (one per signature) shows in a line when its anchor word is in the line, each of its
-`words` too, and its pattern (`kb.records.patterns`) matches the line normalised (`kb.records.normalise`). The
-rules are exported for the triage page, which applies these tests to every line in the browser.
+The scanner takes the rules (kb.triage.rules: one per signature, shown in a line when its anchor
+word, each of its `words` and its pattern are in it) and hands on the hits, one per cell with
+the lines that show it, then their verdicts from the facts of the log (`decide`, `read_facts`).
 
 `kb match` gets the same answer without looking at most lines. The log is read as bytes, CHUNK
 at a time into one buffer (bounded memory, any encoding, binary garbage survives), and searched
 in blocks of whole lines of about BLOCK bytes, each lower-cased at once: one Aho-Corasick
-automaton over one word per rule (`_Prefilter`, searched with SIMD) finds the lines that may
+automaton over one word per rule (kb.triage.prefilter, searched with SIMD) finds the lines that may
 show a rule, and line ends are looked for only around those. Only these lines are decoded and
 tested as above. A word that brings many lines no rule confirms is traded for a rarer word of the
 same rules: a line a rule matches holds all its words, so any of them finds it.
@@ -22,121 +22,22 @@ lines, the pairs around that place are looked at for it then.
 
 from __future__ import annotations
 
-import copy
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterator
+from typing import BinaryIO
 
 import ahocorasick_rs
 
-from kb.records import normalise, patterns, verdict
+from kb.records import normalise, verdict
 from kb.triage import logfacts, wrapped
-
-if TYPE_CHECKING:  # the check and the catalog load only when the cached rules cannot be used
-    from kb.records.problems import Problem
-    from kb.records.schema import Cell
+from kb.triage.prefilter import _Prefilter
+from kb.triage.rules import SignatureRule, _options
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 1024 * 1024
 BLOCK = 256 * 1024  # lower-cased and searched at a time: small enough to stay in the CPU cache
-PACKED = 64  # pieces per prefilter automaton: the most ahocorasick_rs searches with SIMD
-WASTE = 256  # lines a prefilter word may bring that no rule confirms before its rules look further
-SAMPLE = 32 * 1024  # bytes of log before the line where a word looks noisy, in which words are counted
-UNICODE_LOWER = ("\u0130".encode(), "\u212a".encode())  # lower-case to strings holding 'i', 'k'
 # Longer lines are matched in windows around their anchor words: signatures are short, and
 # normalising a megabyte-long line whole would cost time for nothing.
 WINDOW = 2048
-EXACT_WEIGHT = 1.0
-SYMPTOM_WEIGHT = 0.3
-
-
-@dataclass(frozen=True)
-class SignatureRule:
-    """What `kb match` looks for: one signature of one entry, compiled."""
-
-    entry: str
-    signature: str
-    kind: str
-    source: str
-    anchor: str
-    weight: float
-    url: str
-    title: str
-    words: tuple[str, ...] = ()  # every stable word of the literal parts: a cheap test before the regex
-    generic: bool = False  # the signature is marked generic: other GPUs print it too
-    edges: tuple[str, ...] = ()  # its first and last words in the literal (kb.triage.wrapped rule 3)
-    # Capabilities its literal fixes (kb.triage.logfacts.own_capabilities): on its lines, not the GPU's.
-    own: tuple[str, ...] = ()
-    # The cell's kb.records.verdict.scope (architectures, ranges): what its verdict needs.
-    scope: dict | None = field(default=None, hash=False, compare=False)
-
-    @property
-    def regex(self) -> re.Pattern:
-        return patterns.regex(self.source)
-
-
-def rules(cells: list[Cell], cache=None) -> list[SignatureRule]:
-    """One rule per signature, in a fixed order (cell id, then signature order). `cache`
-    (kb.cache) keeps each cell's rules, made again only when what they hold changed."""
-    from kb.cache import code_fingerprint, fingerprint
-    from kb.records.catalog import Site
-
-    site = Site(cells)
-    code = code_fingerprint() if cache is not None else ""
-    out = []
-    for cell in site.cells:
-        def make(cell=cell) -> list[SignatureRule]:
-            made = []
-            seen = set()
-            for signature in cell.entry.signatures:
-                # Capability numbers vary within the cell's architectures (kb.records.patterns.widen):
-                # two signatures that then say the same are one rule (the first), not twice the score.
-                compiled = patterns.compile_signature(signature.text, signature.match, cell.entry.hardware.architectures)
-                symptom = signature.kind == "symptom"
-                source = patterns.search_source(compiled, signature.kind)
-                if source in seen:
-                    continue
-                seen.add(source)
-                weight = SYMPTOM_WEIGHT if symptom else EXACT_WEIGHT + round(len(signature.text) / 1000, 3)
-                literals = ([v for k, v in patterns.parse(signature.match) if k == "text"] if signature.match is not None
-                            else [signature.text])
-                own = logfacts.own_capabilities(literals, patterns.family(cell.entry.hardware.architectures))
-                made.append(SignatureRule(cell.id, signature.text, signature.kind, source, compiled.anchor, weight,
-                                          site.url(cell), cell.entry.title, compiled.words, signature.generic,
-                                          scope=verdict.scope(cell.entry), edges=compiled.edges, own=own))
-            return made
-        if cache is None:
-            out += make()
-        else:
-            out += cache.fetch(fingerprint("cell rules", code, cell.id, site.url(cell), cell.entry.title,
-                                           repr([(s.text, s.match, s.kind, s.generic) for s in cell.entry.signatures]),
-                                           repr(verdict.scope(cell.entry))), make)
-    return out
-
-
-def load_rules(entries: Path) -> tuple[list[SignatureRule], list["Problem"]]:
-    """The rules of an entries folder, or the problems that stop them. From the cache (kb.cache)
-    when the entry files are as they were (`entries_state`) when a clean check once compiled rules
-    from them, so a warm start reads one cache file and no entry file, and imports neither
-    pydantic nor the check."""
-    from kb.cache import rules_cache
-
-    cache, key = rules_cache("match", entries)
-    if cache is not None and key is not None:
-        hit = cache.get(key)
-        if hit is not None:
-            return hit, []
-    from kb.records import lint
-
-    result = lint.cached_check([entries])
-    if result.problems:
-        return [], result.problems
-    rule_list = rules(result.cells)
-    if key is not None and cache is not None:
-        cache.put(key, rule_list)
-        cache.save()
-    return rule_list, []
 
 
 @dataclass
@@ -270,7 +171,7 @@ class Matcher:
         the line after them."""
         lower = buffer[start:end].lower()
         counted = 0
-        lines = prefilter.lines(lower, 0)
+        lines = prefilter.lines(lower, 0, BLOCK)
         while (line := next(lines, None)) is not None:
             line_start, line_end, words = line
             number += lower.count(b"\n", counted, line_start)
@@ -294,7 +195,7 @@ class Matcher:
                     buffer, start + line_start, start + line_end, text), number, 0)
             if not confirmed and not found:
                 if prefilter.wasted(words, lower, line_end):
-                    lines = prefilter.lines(lower, line_end + 1)  # the lines after this one, with the new words
+                    lines = prefilter.lines(lower, line_end + 1, BLOCK)  # the lines after this one, with the new words
                     # A rule whose word changed here is looked for in the runs holding this line and the next.
                     self._wrapped(hits, [self._anchored[i] for i in prefilter.moved], lambda: context or self._context(
                         buffer, start + line_start, start + line_end, None), number, 1)
@@ -424,11 +325,6 @@ def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
     return sorted(hits, key=lambda h: verdict.rank_key(h.verdict, h.specific, h.score, h.entry))
 
 
-def scopes(rule_list: list[SignatureRule]) -> dict[str, dict]:
-    """Cell id -> its kb.records.verdict.scope, from the rules."""
-    return {r.entry: r.scope for r in rule_list if r.scope is not None}
-
-
 def _region(lower: bytearray, line_start: int, line_end: int) -> tuple[int, int] | None:
     """(start, end) of the wrapped.LINES - 1 lines before and after lower[line_start:line_end]
     with it, or None when they do not all lie in `lower` (one block of whole lines)."""
@@ -477,169 +373,3 @@ def _block_end(buffer: bytearray, start: int, cut: int) -> int:
         return end
     newline = buffer.find(b"\n", start + BLOCK, cut)
     return newline + 1 if newline != -1 else cut
-
-
-def _rarity(word: str) -> tuple[bool, int, str]:
-    """Code identifiers (with `_` or a digit) first, then longer words, as kb.records.patterns picks anchors."""
-    return (any(c == "_" or c.isdigit() for c in word), len(word), word)
-
-
-OPTIONS = 3  # words a block scan may look for a rule by: a wrapped line must hold each whole
-
-
-def _options(rule: SignatureRule) -> tuple[str, ...]:
-    """The words a block scan may look for to find the lines of `rule`: its anchor first, then up
-    to OPTIONS - 1 of its other words long enough to be rare, code identifiers and long words
-    first. Every line the rule matches holds each of them (`words`), so any one of them finds all
-    its lines; lines a message is wrapped over hold each of them whole (kb.triage.wrapped)."""
-    rest = sorted((w for w in rule.words if w != rule.anchor and len(w) >= patterns.MIN_ANCHOR
-                   and not w.isdigit()), key=_rarity, reverse=True)
-    return (rule.anchor, *rest[:OPTIONS - 1])
-
-
-class _Prefilter:
-    """Which word of each rule the block scan looks for, and the automata that look for them.
-
-    Each rule starts with its anchor. When a word keeps bringing lines no rule confirms
-    (`temperature` in a log of GPU sensor readings), each rule that looks for it moves to the
-    rarest of its other words in the log just read, if that is clearly rarer (`wasted`). Which
-    word finds a rule's lines changes the time a scan takes, never what it finds, since a line the
-    rule matches holds them all; each line is searched with one set of words. Words are found in ASCII-lowered
-    bytes but a rule's `words` are tested on the line's Unicode lower case, where two non-ASCII
-    characters become ASCII letters (U+0130 -> 'i', U+212A KELVIN SIGN -> 'k'): while a rule
-    looks for a word other than its anchor (which the rule itself tests on the bytes) holding such
-    a letter, lines holding either character are candidates too."""
-
-    def __init__(self, options: list[tuple[str, ...]]):
-        self.options = options
-        self.choice = [0] * len(options)
-        self.given_up: set[str] = set()  # words some rule moved away from: no rule moves to them
-        self.waste: dict[str, int] = {}
-        self.limit: dict[str, int] = {}
-        self.moved: list[int] = []  # the rules whose word the last `wasted` changed
-        self._build()
-
-    def copy(self) -> _Prefilter:
-        """A fresh start for one scan, sharing the automata (they are never changed, only replaced)."""
-        fresh = copy.copy(self)
-        fresh.choice, fresh.given_up, fresh.waste, fresh.limit = list(self.choice), set(self.given_up), {}, {}
-        fresh.moved = []
-        return fresh
-
-    def away_in(self, lower: bytearray, start: int, end: int) -> list[int]:
-        """The rules that look for a word other than their anchor, and find it in lower[start:end]."""
-        return [i for i in self.away if lower.find(self.away_words[i], start, end) != -1]
-
-    def _build(self) -> None:
-        chosen = [opts[i] for opts, i in zip(self.options, self.choice)]
-        self.away = [i for i, c in enumerate(self.choice) if c]
-        self.away_words = {i: chosen[i].encode() for i in self.away}
-        labels: list[str | None] = sorted(set(chosen))
-        pieces = [w.encode() for w in labels]
-        if any(w != opts[0] and ("i" in w or "k" in w) for w, opts in zip(chosen, self.options)):
-            labels += [None] * len(UNICODE_LOWER)
-            pieces += UNICODE_LOWER
-        # PACKED pieces per automaton, in leftmost mode: so ahocorasick_rs searches with SIMD (Teddy).
-        self.automata = [ahocorasick_rs.BytesAhoCorasick(pieces[i:i + PACKED],
-                                                         matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
-                         for i in range(0, len(pieces), PACKED)]
-        self.labels = labels
-        self.longest = max(map(len, pieces), default=1)
-
-    def _window(self, window: memoryview) -> list[tuple[int, int, int]]:
-        """(piece, start, end) of the leftmost matches in `window`, by start. A line holding a piece
-        yields at least one (a match that hides another overlaps it, so lies in the same line),
-        which is all the block scan needs."""
-        if len(self.automata) == 1:
-            return self.automata[0].find_matches_as_indexes(window)
-        found = []
-        for number, automaton in enumerate(self.automata):
-            found += [(number * PACKED + i, s, e) for i, s, e in automaton.find_matches_as_indexes(window)]
-        found.sort(key=lambda m: m[1])
-        return found
-
-    def lines(self, lower: bytearray, at: int) -> Iterator[tuple[int, int, set[str | None]]]:
-        """(start, end, pieces) of each line of lower[at:] (`at` starts a line) that holds a piece,
-        in order and as they are asked for (a scan that changes its words stops asking). Searched
-        BLOCK bytes at a time; each line's bounds are looked up once, and a long line is read
-        only until it shows a piece."""
-        end = len(lower)
-        line_start, line_end, pieces = at, -1, None
-        start = at
-        with memoryview(lower) as view:
-            while start < end:
-                stop = min(start + BLOCK, end)
-                for index, first, _ in self._window(view[start: min(stop + self.longest - 1, end)]):
-                    first += start
-                    if first >= stop:
-                        break
-                    if first >= line_end:
-                        if pieces is not None:
-                            yield line_start, line_end, pieces
-                        line_start = lower.rfind(b"\n", at, first) + 1 or at
-                        newline = lower.find(b"\n", first)
-                        line_end = newline if newline != -1 else end
-                        pieces = set()
-                    pieces.add(self.labels[index])
-                start = max(stop, line_end + 1)  # the rest of a line already found is not read
-        if pieces is not None:
-            yield line_start, line_end, pieces
-
-    def wasted(self, words: set[str | None], lower: bytearray, at: int) -> bool:
-        """Count a line that `words` brought and no rule confirmed (it ends at lower[at]). When a
-        word has brought WASTE such lines (then twice as many, and so on), each rule that looks
-        for it moves to the rarest of its other words in the SAMPLE bytes before, if that is at
-        most half as frequent there. True when the words changed."""
-        noisy = []
-        for word in words:
-            count = self.waste[word] = self.waste.get(word, 0) + 1
-            if count >= self.limit.get(word, WASTE) and word is not None:
-                self.limit[word] = 2 * count
-                noisy.append(word)
-        if not noisy:
-            return False
-        sample = max(0, at - SAMPLE)
-        counts: dict[str, int] = {}
-
-        def frequency(word: str) -> int:
-            if word not in counts:
-                counts[word] = lower.count(word.encode(), sample, at)
-            return counts[word]
-
-        moved = False
-        self.moved = []
-        for word in noisy:
-            for i, opts in enumerate(self.options):
-                if opts[self.choice[i]] != word:
-                    continue
-                left = [j for j, w in enumerate(opts) if w != word and w not in self.given_up]
-                rarest = min(left, key=lambda j: (frequency(opts[j]), j), default=None)
-                if rarest is not None and 2 * frequency(opts[rarest]) < frequency(word):
-                    self.choice[i] = rarest
-                    self.given_up.add(word)
-                    self.moved.append(i)
-                    moved = True
-        if moved:
-            self._build()
-        return moved
-
-
-def export(rule_list: list[SignatureRule]) -> dict:
-    """Everything the triage page needs to match exactly as `kb match` does."""
-    return {
-        "version": 1,
-        "window": WINDOW,
-        "facts_bytes": FACTS_BYTES,
-        "passes": normalise.MAX_PASSES,
-        "normalise": normalise.export(),
-        "wrapped": wrapped.export(),
-        "logfacts": logfacts.export(),
-        "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
-                   "anchor": r.anchor, "words": list(r.words), "options": list(_options(r)) if r.anchor else [],
-                   "edges": list(r.edges), "own": list(r.own),
-                   "weight": r.weight, "url": r.url, "title": r.title, "generic": r.generic}
-                  for r in rule_list],
-        "cells": dict(sorted(scopes(rule_list).items())),
-        "verdicts": verdict.MATCH_TITLES,
-        "verdict": verdict.export(),
-    }

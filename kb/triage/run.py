@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from kb.records.problems import Problem
 from kb.triage import evidence, match
+from kb.triage.rules import load_rules, scopes
 from kb.triage.request import Issue, from_stream
 
 
@@ -25,7 +26,7 @@ class Triage:
 def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     """The hits of the entries of `entries` in `log` (a binary stream that can seek: it is read
     once per pass); with `request`, the new-entry request when none hits. OSError from the log."""
-    rules, problems = match.load_rules(entries)
+    rules, problems = load_rules(entries)
     if problems:
         return Triage(problems=problems)
     hits = match.Matcher(rules).scan(log)
@@ -35,7 +36,7 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
         hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
     if hits:  # what the log says of its machine decides each entry's verdict (kb.records.verdict)
         log.seek(0)
-        hits = match.decide(hits, match.scopes(rules), match.read_facts(log))
+        hits = match.decide(hits, scopes(rules), match.read_facts(log))
     new = None
     if not hits and request:
         log.seek(0)

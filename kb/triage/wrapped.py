@@ -10,7 +10,7 @@ line of a message that holds a line end. `kb match` (kb.triage.match) and the tr
    quote markers and log prefix (kb.records.normalise.PREFIXES) are taken off, is not empty and
    opens no code fence; its quote markers are the first line's, and its log prefix is none or the
    first line's (a new log record starts with its own);
-3. each word the scan may look for the rule by (its anchor and up to two others, kb.triage.match
+3. each word the scan may look for the rule by (its anchor and up to two others, kb.triage.rules
    `_options`) is whole in one of the lines, in ASCII lower case; each of its words is in one of
    them or broken over two (the first, trimmed, ends with its start, the next holds its rest); the
    first line holds the first word of the rule's literal text and the last line its last word
@@ -134,7 +134,7 @@ def joins(bodies: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class ScanRule:
-    """A rule as the wrapped-line scan sees it (kb.triage.match.SignatureRule, cut down to what the
+    """A rule as the wrapped-line scan sees it (kb.triage.rules.SignatureRule, cut down to what the
     rules above ask of it): `key` tells rules apart; `options`, the words the scan
     may look for it by; `words`, all its words; `source`, its pattern over a normalised line."""
     key: int
