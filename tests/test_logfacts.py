@@ -76,3 +76,9 @@ def test_a_number_in_the_entrys_own_literal_is_not_the_gpu():
     assert logfacts.own_capabilities(["requires GPUs with sm75 or higher"]) == ("7.5",)
     assert logfacts.own_capabilities(["Value 'sm_120a' is not defined"], {12: (0, 1)}) == ()
     assert logfacts.own_capabilities(["Value 'sm_120a' is not defined"]) == ("12.0",)
+
+
+def test_a_frame_names_the_package_as_pip_does():
+    line = '  File "/usr/lib/python3/dist-packages/sgl_kernel/elementwise.py", line 41, in rmsnorm'
+    assert logfacts.read([line]).lines == {"frames.sgl-kernel": 1}
+    assert logfacts.read(["/opt/venv/lib/site-packages.txt/vllm/x.py"]).lines == {}  # not a packages folder

@@ -32,8 +32,18 @@ def test_vectors_cover_every_verdict_and_generic_lines():
 
 def test_rank_order():
     hits = DATA["rank"]["hits"]
-    got = sorted(hits, key=lambda h: verdict.rank_key(h["verdict"], h["specific"], h["score"], h["entry"]))
+    got = sorted(hits, key=lambda h: verdict.rank_key(h["verdict"], h["specific"], h["score"], h["entry"],
+                                                      tied=tuple(h.get("tied", (0, 0)))))
     assert [h["entry"] for h in got] == DATA["rank"]["order"]
+
+
+def test_tie_counts_the_raising_and_triggering_packages_the_log_shows():
+    cell = {"components": [{"package": "vllm", "role": "triggers"}, {"package": "torch", "role": "raises"},
+                           {"package": "cuda-toolkit", "role": "involved"}]}
+    assert verdict.tie(cell, {"packages": {}, "lines": {}}) == (0, 2)
+    # a version banner and a traceback frame both show a package; an involved one never counts
+    shown = {"packages": {"torch": "2.7.0"}, "lines": {"packages.torch": 1, "frames.vllm": 9, "frames.cuda-toolkit": 3}}
+    assert verdict.tie(cell, shown) == (-2, 0)
 
 
 def test_a_generic_line_never_applies_without_an_architecture():

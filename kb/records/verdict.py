@@ -253,7 +253,7 @@ def export() -> dict:
     """What kbVerdict (kb-verdict.js) runs on, written into triage/patterns.json and stack/stack.json:
     the verdicts' order, the reasons' words and the capability table."""
     return {"order": list(MATCH_VERDICTS), "stack_order": list(STACK_VERDICTS), "words": WORDS,
-            "engines": ENGINES, "architecture": architecture_table()}
+            "engines": ENGINES, "passive": list(PASSIVE), "architecture": architecture_table()}
 
 
 def scope(entry) -> dict:
@@ -410,8 +410,30 @@ def on_stack(cell: dict, facts: dict) -> tuple[str, str]:
     return verdict, why
 
 
-def rank_key(verdict: str, specific: bool, score: float, entry: str, order: tuple = MATCH_VERDICTS) -> tuple:
+def tie(cell: dict, facts: dict) -> tuple[int, int]:
+    """What breaks a tie between cells a log matched by the same line ("no kernel image is
+    available", which torch, vLLM, sgl-kernel and others all print; `rank_key`): (-shown, unseen), where of the
+    packages that raise or trigger the cell (roles not PASSIVE) `shown` is how many the log shows
+    (a version banner: `packages`; a traceback frame: `lines["frames.<package>"]`, kb.triage.logfacts)
+    and `unseen` how many it does not. The cell whose packages the log shows most comes first, then
+    the one it leaves fewest unseen: a vLLM traceback through torch puts the vLLM build entry
+    (vllm, torch) above torch's own (torch); a bare torch traceback puts torch's first. The GPU
+    decides before this, through the verdict (a cell whose architectures miss the log's GPU is
+    ruled out)."""
+    lines, packages = facts.get("lines", {}), facts.get("packages", {})
+    active = dict.fromkeys(item["package"] for item in cell["components"] if item.get("role") not in PASSIVE)
+    shown = sum(1 for p in active if p in packages or "frames." + p in lines)
+    return -shown, len(active) - shown
+
+
+def rank_key(verdict: str, specific: bool, score: float, entry: str, order: tuple = MATCH_VERDICTS,
+             tied: tuple[int, int] = (0, 0)) -> tuple:
     """How `kb match` and the triage page order matched cells: ruled-out cells last; among the
     rest a cell only generic lines matched below every other; then by verdict (`order`:
-    MATCH_VERDICTS, or STACK_VERDICTS on My stack), score (higher first) and id."""
-    return (verdict == "ruled-out", not specific, order.index(verdict), -score, entry)
+    MATCH_VERDICTS, or STACK_VERDICTS on My stack), score (higher first), what the log shows of
+    the cell's packages (`tied`: `tie(cell, facts)`) and id. For a cell only generic lines matched,
+    `tied` comes before the score: a generic line says nothing of which package failed, and how
+    many generic signatures a record lists is no evidence either. The id decides only a tie left
+    after all of them."""
+    first = tied if not specific else (0, 0)
+    return (verdict == "ruled-out", not specific, order.index(verdict), *first, -score, *tied, entry)

@@ -15,6 +15,10 @@ and tests/vectors/logfacts.json holds the vectors both are tested on. What a rul
   what was built or is needed, not what ran.
 - `driver`, `cuda-driver`, `cuda-runtime`, `cuda-toolkit`: nvidia-smi, collect_env and nvcc lines.
 - `package`: a version as vLLM, SGLang, FlashInfer, torch and Triton print it, or pip lists it.
+- `frame`: a package a traceback passes through, named by the folder after `site-packages/` or
+  `dist-packages/` (`.../dist-packages/vllm/v1/engine/core.py`): no version, only that the log shows
+  it ran. Kept as `lines["frames.<package>"]` (its first line), the package named as pip names it
+  (`sgl_kernel` is sgl-kernel); a generic line's tie is broken by it (kb.records.verdict.tie).
 
 The result has the fields `kb.doctor.facts.Facts` has (`as_facts()` gives that shape), so
 `kb.records.verdict.judge` decides a cell on it as on a probed machine, and it keeps for each fact
@@ -55,6 +59,8 @@ RULES: list[tuple[str, str, str, str]] = [
     ("pytorch version", "package:torch", r"\bpytorch version *: *" + VERSION, "PyTorch version: 2.9.0+cu128"),
     ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel)(?:==| +version *(?:: *)?| +v?)" + VERSION,
      "torch 2.9.0+cu128"),
+    ("traceback frame", "frame", r"(?:site|dist)-packages[/\\]([a-z0-9_]+)[/\\]",
+     'File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 83, in __init__'),
 ]
 # Lines that name architectures a build targets or a wheel supports, not the one that ran; and
 # lines that name what a kernel requires ("only supported on ... (SM100)", `arch >= Arch.sm_100`).
@@ -80,7 +86,7 @@ MODELS: list[tuple[str, str]] = [
 # or holds a character Python's case-insensitive matching reads as s, k or i): `read_bytes` reads
 # only such lines, found at once over a whole log. A speed-up only: the triage page needs none.
 KEYWORDS = ("nvidia", "tesla", "thor", "capability", "sm", "compute", "driver version", "cuda version", "cuda used",
-            "cuda compilation", "vllm", "llm engine", "torch", "triton", "sglang", "flashinfer", "sgl",
+            "cuda compilation", "-packages", "vllm", "llm engine", "torch", "triton", "sglang", "flashinfer", "sgl",
             "\u017f", "\u212a", "\u0130", "\u0131")
 PACKAGES = {"flashinfer-python": "flashinfer", "pytorch-triton": "triton", "sgl_kernel": "sgl-kernel"}
 MAX_LISTED = 2  # a line naming more architectures than this lists them
@@ -190,6 +196,8 @@ def read_numbered(numbered) -> LogFacts:
                         strong.append(LogGpu(name, cc, number))
                 elif fact == "capability":
                     strong.append(LogGpu(None, f"{int(match.group(1))}.{match.group(2)}", number))
+                elif fact == "frame":
+                    out.lines.setdefault(f"frames.{frame_package(match.group(1))}", number)
                 elif fact.startswith("package"):
                     package = fact.partition(":")[2] or match.group(1).lower()
                     package = PACKAGES.get(package, package)
@@ -217,6 +225,12 @@ def read_numbered(numbered) -> LogFacts:
         for i, gpu in enumerate(out.gpus):
             out.lines[f"gpus.{i}"] = gpu.line
     return out
+
+
+def frame_package(folder: str) -> str:
+    """The package a traceback frame's folder names, as pip names it (the `frame` rule)."""
+    folder = folder.lower()
+    return PACKAGES.get(folder, folder).replace("_", "-")
 
 
 def own_capabilities(literals: list[str], family: dict[int, tuple[int, ...]] | None = None) -> tuple[str, ...]:

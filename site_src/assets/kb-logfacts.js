@@ -39,6 +39,10 @@
             if (cc) strong.push({ name: name, compute_capability: cc, line: number });
           } else if (rule.fact === "capability") {
             strong.push({ name: null, compute_capability: parseInt(m[1], 10) + "." + m[2], line: number });
+          } else if (rule.fact === "frame") {  // logfacts.frame_package: the folder as pip names the package
+            var folder = m[1].toLowerCase();
+            var framed = "frames." + (Object.prototype.hasOwnProperty.call(d.packages, folder) ? d.packages[folder] : folder).replace(/_/g, "-");
+            if (!(framed in out.lines)) out.lines[framed] = number;
           } else if (rule.fact.indexOf("package") === 0) {
             var pkg = rule.fact.split(":")[1] || m[1].toLowerCase();
             pkg = Object.prototype.hasOwnProperty.call(d.packages, pkg) ? d.packages[pkg] : pkg;

@@ -119,6 +119,7 @@
                                      hit.signatures.map(function (s) { return s[0]; }));
       hit.verdict = decided[0];
       hit.why = decided[1];
+      hit.tied = kbVerdict.tie(e.verdict, e.cells[hit.entry], facts);  // what the log shows of its packages
       return hit;
     }));
   }

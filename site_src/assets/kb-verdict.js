@@ -182,9 +182,26 @@
     }
     return ["applies", shown.concat(found.affected).join("; ") + generic];
   }
-  function rankCompare(order, a, b) {  // rank_key: ruled-out last, generic-only after the rest, verdict, score, id
-    var ka = [a.verdict === "ruled-out" ? 1 : 0, a.specific ? 0 : 1, order.indexOf(a.verdict), -a.score];
-    var kb = [b.verdict === "ruled-out" ? 1 : 0, b.specific ? 0 : 1, order.indexOf(b.verdict), -b.score];
+  // tie: of the packages that raise or trigger the cell, (-how many the log shows by a version or a
+  // traceback frame, how many it does not): rank_key's `tied`
+  function tie(t, cell, facts) {
+    var lines = facts.lines || {}, packages = facts.packages || {};
+    var active = unique(cell.components.filter(function (item) { return t.passive.indexOf(item.role) < 0; })
+                        .map(function (item) { return item.package; }));
+    var shown = active.filter(function (p) {
+      return Object.prototype.hasOwnProperty.call(packages, p) || Object.prototype.hasOwnProperty.call(lines, "frames." + p);
+    }).length;
+    return [-shown, active.length - shown];
+  }
+  // rank_key: ruled-out last, generic-only after the rest, verdict, score, `tied` (tie; before the
+  // score for a generic-only cell), id
+  function rankKey(order, h) {
+    var tied = h.tied || [0, 0];
+    return [h.verdict === "ruled-out" ? 1 : 0, h.specific ? 0 : 1, order.indexOf(h.verdict)]
+      .concat(h.specific ? [0, 0] : tied, [-h.score], tied);
+  }
+  function rankCompare(order, a, b) {
+    var ka = rankKey(order, a), kb = rankKey(order, b);
     return compareList(ka, kb) || (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0);
   }
   function or(words) { return words.length === 1 ? words[0] : words.slice(0, -1).join(", ") + " or " + words[words.length - 1]; }
@@ -196,7 +213,7 @@
     if (decided[0] !== "applies") return decided;
     var given = facts.packages || {};
     function has(p) { return Object.prototype.hasOwnProperty.call(given, p); }
-    var active = unique(cell.components.filter(function (item) { return item.role !== "involved" && item.role !== "unaffected"; })
+    var active = unique(cell.components.filter(function (item) { return t.passive.indexOf(item.role) < 0; })
                         .map(function (item) { return item.package; }));
     var engines = active.filter(function (p) { return Object.prototype.hasOwnProperty.call(t.engines, p); });
     if (engines.length && !engines.some(has)) {
@@ -215,7 +232,7 @@
   }
   // Every function takes the exported table `t` (kb.records.verdict.export(): the verdicts' order,
   // the reasons' words, the capability table), as the pages find it in their JSON.
-  window.kbVerdict = { decide: decide, stack: stack, version: version, arch: arch, capability: capability,
+  window.kbVerdict = { decide: decide, stack: stack, tie: tie, version: version, arch: arch, capability: capability,
                        rank: function (t, hits, order) {
                          return hits.slice().sort(function (a, b) { return rankCompare(order || t.order, a, b); });
                        } };
