@@ -19,6 +19,7 @@ from kb.records.catalog import Site
 from kb.records.facets import package_name
 from kb.records.state import state
 from kb.records.schema import Cell
+from kb.site import reproduced
 
 API = "api/v1/"
 # Record package names -> PyPI distribution names, for OSV `affected[].package`.
@@ -89,7 +90,9 @@ def osv(cell: Cell, site: Site, site_url: str | None) -> dict:
         "references": references,
         "database_specific": {"cell": cell.id, "architectures": list(e.hardware.architectures), "gpus": list(e.hardware.gpus),
                               "status": state(e).key, "status_reason": state(e).reason, "status_as_of": e.status.as_of,
-                              "signatures": [s.text for s in e.signatures]},
+                              "signatures": [s.text for s in e.signatures],
+                              # The runs anyone can repeat with `bwkb repro`, as the entry page shows them.
+                              "reproductions": reproduced.exported(cell)},
     }
 
 
@@ -148,7 +151,10 @@ def cell_exports(site: Site, site_url: str | None, cache=None) -> dict[str, tupl
         def make(cell=cell) -> tuple[str, str, str]:
             return (_json({"version": 1, "id": cell.id, "citable_id": site.citable[cell.id],
                            "url": absolute(site_url, site.url(cell)),
-                           "record": cell.entry.model_dump(mode="json", exclude_none=True)}),
+                           "record": cell.entry.model_dump(mode="json", exclude_none=True),
+                           # The record's reproductions as the page shows them: the command to run
+                           # them again and which output lines show the literal.
+                           "reproduced": reproduced.exported(cell)}),
                     _json(osv(cell, site, site_url)), jsonld(cell, site, site_url))
         out[cell.id] = (make() if cache is None else
                         cache.fetch(fingerprint("cell exports", code, site_url or "", site.shown(cell)), make))

@@ -22,7 +22,7 @@ from kb.records import cause, facets, ids, prose, state
 from kb.records.cause import first_sentence
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.records.schema import Cell
-from kb.site import charts, freshness, matrix
+from kb.site import charts, freshness, matrix, reproduced
 from kb.site import stack as my_stack
 from kb.site.page import Page
 from kb.site.rulespage import rules_page
@@ -68,6 +68,7 @@ class Renderer:
             state_of=state.state, cause_of=cause.shown, checked_on=freshness.checked,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
+        self.env.globals.update(reproduced_runs=reproduced.runs, repro_command=reproduced.command)
 
     def _render(self, template: str, here: str, **context) -> str:
         return self.env.get_template(template).render(here=here, **context)

@@ -1,0 +1,102 @@
+"""The "Reproduced" block of an entry page and the reproductions in its API and OSV records, read from
+the built site (no browser): the command anyone can run, what was installed, the tool's version line,
+the date and machine, and the verbatim output with the line that shows the literal marked."""
+
+from __future__ import annotations
+
+import json
+
+from html_page import Page
+
+# A live entry whose recorded ptxas output prints one of its signatures verbatim on each of its two lines.
+REPRODUCED = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
+
+
+def _showing(api: dict, lines: list[str]) -> list[int]:
+    """The 1-based numbers of the lines that hold one of the entry's signatures verbatim: for
+    REPRODUCED, the lines kb match's comparison (which KB090 makes) finds too."""
+    texts = [s["text"] for s in api["record"]["signatures"]]
+    return [n for n, line in enumerate(lines, 1) if any(t in line for t in texts)]
+
+
+def _api(site, cell_id: str) -> dict:
+    return json.loads((site / "api" / "v1" / "cells" / f"{cell_id}.json").read_text(encoding="utf-8"))
+
+
+def _page(site, api: dict) -> Page:
+    return Page(site / api["url"] / "index.html")
+
+
+def test_the_block_shows_the_command_install_version_date_and_the_marked_line(live_site):
+    api = _api(live_site, REPRODUCED)
+    (recorded,) = api["record"]["reproductions"]
+    printed = recorded["printed"]
+    page = _page(live_site, api)
+    heading = page.select_one("#reproduced")
+    assert heading is not None and heading.tag == "h2" and heading.inner_text() == "Reproduced"
+    block = page.select_one("section.kb-reproduced")
+    text = block.inner_text()
+    assert f"bwkb repro {REPRODUCED}" == block.select_one("code.kb-repro-command").inner_text()
+    assert f"{recorded['install']['package']}=={recorded['install']['version']}" in text
+    assert block.select_one("code.kb-repro-version").inner_text() == printed["tool_version"]
+    assert block.select_one(".kb-repro-date").inner_text() == printed["date"]
+    assert printed["machine"] in text
+    # The block sits in the evidence part, before the measurements, links and claims.
+    assert block.next_element() is page.select_one("div.kb-unindexed")
+    output = block.select_one("pre.kb-repro-output")
+    assert "data-pagefind-ignore" in output.attrs
+    assert output.text_content() == printed["output"].rstrip("\n")  # verbatim, escaping undone by the parser
+    lines = printed["output"].rstrip("\n").split("\n")
+    marked = [m.text_content() for m in output.select("mark")]
+    assert marked == [lines[n - 1] for n in _showing(api, lines)]
+    assert api["record"]["signatures"][0]["text"] in marked[0]  # the first literal, on the first line
+
+
+def test_the_api_and_osv_records_carry_the_reproduction(live_site):
+    api = _api(live_site, REPRODUCED)
+    (recorded,) = api["record"]["reproductions"]
+    (shown,) = api["reproduced"]
+    lines = recorded["printed"]["output"].rstrip("\n").split("\n")
+    assert shown["command"] == f"bwkb repro {REPRODUCED}"
+    assert shown["install"] == f"{recorded['install']['package']}=={recorded['install']['version']}"
+    assert shown["run"] == " ".join([recorded["run"]["tool"], *recorded["run"]["args"], recorded["run"]["input"]])
+    assert {k: shown[k] for k in ("tool_version", "date", "machine", "exit", "output")} == recorded["printed"]
+    assert shown["literal_lines"] == _showing(api, lines) == [1, 2]
+    osv = json.loads((live_site / "osv" / f"{REPRODUCED}.json").read_text(encoding="utf-8"))
+    assert osv["database_specific"]["reproductions"] == api["reproduced"]
+
+
+def test_only_entries_with_a_recorded_reproduction_show_the_block(live_site):
+    index = json.loads((live_site / "api" / "v1" / "index.json").read_text(encoding="utf-8"))
+    with_block, without = [], []
+    for summary in index["cells"]:
+        api = _api(live_site, summary["id"])
+        page = _page(live_site, api)
+        has = page.select_one("#reproduced") is not None
+        assert has == bool(api["reproduced"]), summary["id"]
+        assert has == bool(page.select("section.kb-reproduced")) == bool(page.select("pre.kb-repro-output"))
+        (with_block if has else without).append(summary["id"])
+        if not has:
+            assert "bwkb repro" not in page.body.inner_text(), summary["id"]
+            osv = json.loads((live_site / "osv" / f"{summary['id']}.json").read_text(encoding="utf-8"))
+            assert osv["database_specific"]["reproductions"] == []
+    recorded = [c for c in index["cells"]
+                if any(r.get("printed") for r in _api(live_site, c["id"])["record"].get("reproductions", []))]
+    assert sorted(with_block) == sorted(c["id"] for c in recorded)
+    assert REPRODUCED in with_block and without
+
+
+def test_only_the_lines_that_show_a_signature_are_marked():
+    """A line the entry's signatures do not match stays unmarked, and a blank line is never marked:
+    the page marks what KB090's comparison finds, line by line, not the whole output."""
+    from conftest import ROOT
+
+    from kb.records import lint
+    from kb.site import reproduced
+
+    result = lint.check([ROOT / "kb" / "entries" / f"{REPRODUCED}.yaml"])
+    (cell,) = result.cells
+    recorded = cell.entry.reproductions[0].printed.output.rstrip("\n").split("\n")
+    output = "\n".join([recorded[0], "", "ptxas info    : 0 bytes gmem", recorded[-1]])
+    assert reproduced.lines(cell.entry, output) == [(recorded[0], True), ("", False),
+                                                    ("ptxas info    : 0 bytes gmem", False), (recorded[-1], True)]
