@@ -253,15 +253,15 @@ def stage_render(args) -> dict:
 def stage_exports(args) -> dict:
     import json as json_lib
 
+    from kb.doctor import facts
     from kb.site import export
-    from kb.site.generate import _facts_schema
     from kb.site.pages import Site
     from kb.triage import rules
 
     cells = _cells(args.cache)
     site = Site(cells)
     with _profiled(args.profile) as timer:
-        files = export.files(site, None, _facts_schema())
+        files = export.files(site, None, facts.json_schema())
         files["triage/patterns.json"] = json_lib.dumps(rules.export(rules.rules(cells)), indent=1, sort_keys=True,
                                                        ensure_ascii=False) + "\n"
         jsonld = [export.jsonld(c, site, None) for c in site.cells]

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from conftest import ROOT
+from kb.records import secrets
 from kb.triage import logfacts, request
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -41,7 +42,7 @@ def _rules() -> list[tuple[str, re.Pattern, str]]:
     out = [(f"logfacts {name}", regex, examples[name]) for name, _, regex in facts]
     prefixes, marks, errorish, gpu, version = request._compiled()
     library, exception, traceback, not_title = request._titles()
-    secrets, level = request._secrets()
+    secret_rules, level = secrets.compiled(), request._level()
     sample = ("INFO 12-05 10:00:01 [core.py:42] NVIDIA GeForce RTX 5090 vllm version 0.11.0 RuntimeError: "
               "CUDA error: invalid argument NCCL WARN api_key=abc123 https://u:p@h/x 0x7f line 12 "
               "Traceback (most recent call last) /usr/lib/x.py:12 34.00 MiB")
@@ -49,7 +50,7 @@ def _rules() -> list[tuple[str, re.Pattern, str]]:
              ("exception", exception), ("traceback", traceback), ("not title", not_title), ("level", level)]
     named += [(f"prefix {i}", p) for i, (p, _) in enumerate(prefixes)]
     named += [(f"placeholder {i}", p) for i, (p, _) in enumerate(marks)]
-    named += [(f"secret {i}", p) for i, (p, _) in enumerate(secrets)]
+    named += [(f"secret {i}", p) for i, (p, _) in enumerate(secret_rules)]
     return out + [(f"request {name}", regex, sample) for name, regex in named]
 
 

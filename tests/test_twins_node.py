@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT
 from kb.records import verdict
-from kb.triage import evidence, logfacts, match, request, rules
+from kb.triage import evidence, logfacts, request, rules, run
 
 NODE = Path(playwright.__file__).parent / "driver" / "node"
 ASSETS = ROOT / "site_src" / "assets"
@@ -30,15 +30,9 @@ ENTRIES = ROOT / "kb" / "entries"
 MATCH_KEYS = ("entry", "lines", "signature", "url", "verdict", "why", "generic_only")
 
 
-def _python_match(rule_list, evidence_rules, log: str) -> list[dict]:
-    """`kb match --json` in-process (kb/cli.py `_match`): scan, evidence, then the verdicts."""
-    data = log.encode("utf-8")
-    hits = match.Matcher(rule_list).scan(io.BytesIO(data))
-    if evidence_rules:
-        hits = evidence.merge(hits, *evidence.scan(evidence_rules, io.BytesIO(data)))
-    if hits:
-        hits = match.decide(hits, rules.scopes(rule_list), match.read_facts(io.BytesIO(data)))
-    return [hit.as_json() for hit in hits]
+def _python_match(log: str) -> list[dict]:
+    """`kb match --json` in-process: the same pipeline the command runs (kb.triage.run)."""
+    return [hit.as_json() for hit in run.triage(ENTRIES, io.BytesIO(log.encode("utf-8")), request=False).hits]
 
 
 def script_paths() -> list[str]:
@@ -49,22 +43,19 @@ def patterns_data() -> dict:
     """triage/patterns.json as the build writes it for the live entries (the parts the engines read)."""
     rule_list, problems = rules.load_rules(ENTRIES)
     assert problems == []
-    evidence_rules = evidence.load_rules(ENTRIES)
-    return rules.export(rule_list) | {"request": request.export(), "evidence": evidence.export(evidence_rules)}
+    return run.patterns(rule_list, evidence.load_rules(ENTRIES))
 
 
 @pytest.fixture(scope="module")
 def twins():
     """Python's answers and node's, on every vector, from one node run."""
-    rule_list, _ = rules.load_rules(ENTRIES)
-    evidence_rules = evidence.load_rules(ENTRIES)
     stdin = {"assets": script_paths(),
              "data": {"patterns": patterns_data(), "stack": {"verdict": verdict.export()}}, "vectors": VECTORS}
     done = subprocess.run([str(NODE), str(ROOT / "tests" / "twins" / "run.js")], input=json.dumps(stdin),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"node failed:\n{done.stderr}"
     logs = {v["name"]: "\n".join(v["log"]) for v in VECTORS["match"]["vectors"]}
-    python = {name: _python_match(rule_list, evidence_rules, log) for name, log in logs.items()}
+    python = {name: _python_match(log) for name, log in logs.items()}
     return json.loads(done.stdout), python
 
 

@@ -81,6 +81,8 @@ def write_regular(path: Path, data: bytes, mode: int = 0o644) -> None:
     try:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())  # on disk before the rename makes it the file
         os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:

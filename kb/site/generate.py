@@ -20,7 +20,7 @@ from kb.records.catalog import Site
 from kb.site import export, search, stack, triage, urls
 from kb.site.page import Page
 from kb.site.pages import Renderer
-from kb.triage import evidence, request, rules
+from kb.triage import evidence, rules, run
 
 
 class GenerateError(RuntimeError):
@@ -73,9 +73,7 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
              if p.kind == "cell" else p for p in renderer.all_pages()]
     files = export.files(site, site_url, facts.json_schema(), per_cell)
     files["triage/patterns.json"] = json.dumps(
-        rules.export(rules.rules(result.cells, cache)) | {"request": request.export(),
-                                                          "evidence": evidence.export(evidence.rules(result.cells)),
-                                                          "results": triage.results(site)},
+        run.patterns(rules.rules(result.cells, cache), evidence.rules(result.cells)) | {"results": triage.results(site)},
         separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
     files[stack.DATA] = stack.data(site)
     files.update(_cached(cache, ["literals", *_searched(site)], lambda: search.literal_files(site)))

@@ -102,14 +102,14 @@ def _titles():
 
 
 @lru_cache(maxsize=1)
-def _secrets():
-    return secrets.compiled(), re.compile(LEVEL, re.A)
+def _level():
+    return re.compile(LEVEL, re.A)
 
 
 def harmless(raw: str) -> bool:
     """Whether a log line is a DEBUG, INFO or WARNING line (its level among its first words), and
     not a library's own warning (LIBRARY_WARN)."""
-    found = _secrets()[1].search(raw)
+    found = _level().search(raw)
     return bool(found) and found.group(1) in HARMLESS_LEVELS and not _titles()[0].search(raw)
 
 

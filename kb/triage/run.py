@@ -44,6 +44,14 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     return Triage(hits=hits, request=new, citable=citable(entries, hits))
 
 
+def patterns(signature_rules: list, evidence_rules: list) -> dict:
+    """What the triage page needs to match as `triage` does (triage/patterns.json, less the build's
+    per-entry words): the signature rules, the new-failure request's rules and the evidence rules."""
+    from kb.triage import request, rules
+
+    return rules.export(signature_rules) | {"request": request.export(), "evidence": evidence.export(evidence_rules)}
+
+
 def citable(entries: Path, hits) -> dict[str, str]:
     """entry id -> citable id (kb.records.ids) of the entries `hits` name: the lock's; an entry the
     lock lacks (another folder's, or a new one before `kb lock`) gets the number the lock would give

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kb import cache
 from kb.edit.refresh.answers import Abort, LinkError
-from kb.edit.refresh.rewrite import replace
+from kb.records.files import write_regular
 from kb.records.visible import visible
 
 API_URL = "https://api.github.com"
@@ -153,7 +153,7 @@ class EtagCache:
             return
         with contextlib.suppress(OSError):  # a cache that cannot be written is only a cold cache
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            replace(self.path, json.dumps(kept, sort_keys=True).encode("utf-8"), 0o644)
+            write_regular(self.path, json.dumps(kept, sort_keys=True).encode("utf-8"), 0o644)
 
 
 def _keep(data, keys: tuple[str, ...]):

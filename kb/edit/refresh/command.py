@@ -16,7 +16,8 @@ from kb.edit.refresh.answers import Abort, LinkError, Live
 from kb.edit.refresh.client import API_URL, CACHE_FILE, Client, EtagCache
 from kb.edit.refresh.reader import Reader
 from kb.edit.refresh.records import EntryFile, UpstreamLink, file_shown, read_records
-from kb.edit.refresh.rewrite import RewriteError, replace, rewrite
+from kb.edit.refresh.rewrite import RewriteError, rewrite
+from kb.records.files import write_regular
 from kb.records import load
 from kb.records.visible import visible
 
@@ -92,7 +93,7 @@ def refresh(entries: Path, reader: Reader, only: list[str] = (), write: bool = F
     if out.errors:
         return out
     for record, data in planned:
-        replace(record.path, data, stat.S_IMODE(os.lstat(record.path).st_mode))
+        write_regular(record.path, data, stat.S_IMODE(os.lstat(record.path).st_mode))
         out.written.append(record.path)
     return out
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import io
-import os
 import re
 from pathlib import Path
 
@@ -103,11 +102,3 @@ def rewrite(record: EntryFile, changes: dict[int, dict[str, str]]) -> bytes:
         except ValidationError as exc:
             raise RewriteError(f"upstream[{i}] would not be a valid link ({exc.error_count()} problem(s))") from None
     return new.encode("utf-8")
-
-
-def replace(path: Path, data: bytes, mode: int) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and one rename, never
-    through a symbolic link (kb.records.files.write_regular)."""
-    from kb.records.files import write_regular
-
-    write_regular(path, data, mode)
