@@ -35,14 +35,16 @@ def load_table(path: Path = TABLE) -> dict[str, dict]:
 
 
 def run_match(log: Path, kb: Path, entries: Path | None = None) -> list[dict]:
-    """What `kb match --json` reports for one log: its cells, best first ([] when none)."""
+    """What `kb match --json` reports for one log: its cells, best first ([] when none). The family
+    answer (`answer: family`, given only when no cell matches) is no cell: it is left out here."""
     command = [str(kb), "match", "--json", str(log)]
     if entries is not None:
         command += ["--entries", str(entries)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()}")
-    return json.loads(done.stdout) if done.stdout.strip() else []
+    found = json.loads(done.stdout) if done.stdout.strip() else []
+    return [hit for hit in found if hit.get("answer") != "family"]
 
 
 def score(table: dict[str, dict], results: dict[str, list[dict]]) -> dict:

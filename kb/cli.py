@@ -212,9 +212,22 @@ def _match(args) -> int:
         # bidi characters), and in `why` a GPU name and versions as kb.triage.logfacts reads them
         # (ASCII letters, digits, spaces, `.+-`); json.dumps escapes C0 controls in any case.
         out = [hit.as_json() | {"url": base + hit.url, "citable_id": citable.get(hit.entry)} for hit in hits]
+        # The family answer comes last and says so (`answer: family`, no entry): below any entry.
+        out += [family.as_json() | {"url": base + family.url} for family in found.families]
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
         print("no known failure matches this log")
+        for family in found.families:
+            print(f"\nFamily answer (no entry matches; the log shows a line this family of failures prints): "
+                  f"{family.title} [{family.family}]")
+            print(f"   {visible(base + family.url)}")
+            print(f"   How to tell: {family.how_to_tell}")
+            print(f"   Check: {family.check}")
+            print(f"   Fix: {family.fix}")
+            for number in family.lines[:5]:
+                print(f"   line {number}: {visible(family.texts[number], 200)}")
+        if found.families:
+            print()
         print("To ask for a new entry, open a \"New failure\" issue with the text below; read and edit it first. It "
               "holds only the log's error-looking lines (prefixes removed, varying parts as placeholders), the GPU "
               "and the versions it names, nothing else of the log.\n")
@@ -368,7 +381,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("match", help="find the failures a log shows (exit 0 matches, 1 none, 2 unreadable)")
     p.add_argument("file", help="log file, or - for standard input")
-    p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url, verdict, why, generic_only}]")
+    p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url, verdict, why, generic_only}], then, when no entry matches, "
+                   "the family answer: [{answer: family, entry: null, family, title, url, lines, signature, check, fix}]")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
                    help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "

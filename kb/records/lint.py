@@ -128,6 +128,20 @@ def cached_check(paths: list[Path]) -> Result:
     return result
 
 
+def _family_checks(cells: list[Cell], paths: list[Path]) -> list[Problem]:
+    """The family records beside the entries folder (kb.records.families), checked with the
+    entries, and each entry's `family` against their ids (KB092). Only a folder's own families
+    are reported: entries checked elsewhere (a fixture) are held to the shipped ones, unreported."""
+    from kb.records import families
+
+    if not paths:
+        return []
+    folder = families.folder_for(paths[0])
+    own = [] if folder == families.HERE and paths[0].resolve().parent != families.HERE.parent else \
+        families.load_families(folder)[1]
+    return own + families.unknown_family(cells, folder)
+
+
 def check(paths: list[Path], cache=None) -> Result:
     """Load, validate and cross-check the entries at `paths`. With a `kb.cache.Cache`, files whose
     bytes were checked before are not parsed or validated again."""
@@ -181,5 +195,6 @@ def check(paths: list[Path], cache=None) -> Result:
         if entry is not None:
             cells.append(Cell(cell_id, path, entry, lines))
     problems.extend(_cross_checks(cells, set(first_path), cache))
+    problems.extend(_family_checks(cells, paths))
     problems.sort(key=Problem.sort_key)
     return Result(cells=cells, problems=problems, files=len(files))

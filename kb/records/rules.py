@@ -328,6 +328,8 @@ RULES = {rule.code: rule for rule in [
     RuleDoc("KB091", "reproduction-pinned", "A reproduction can be re-run as recorded: its release is pinned in kb/repro/tools.lock, its input is a file in kb/repro/inputs/, the version line it recorded names that release, and the release lies in the affected range of the entry's component the tool belongs to (cuda, cuda-toolkit for ptxas), where one is given.",
          good=_CVT_SIG + "components: [{package: cuda-toolkit, role: raises, affected: '>=12.8,<13.1'}]\n" + _cvt_repro(_CVT_OUT),
          bad=_CVT_SIG + "components: [{package: cuda-toolkit, role: raises, affected: '<12.8'}]\n" + _cvt_repro(_CVT_OUT)),
+    RuleDoc("KB092", "known-family", "An entry's family names a family record, a file kb/families/<id>.yaml (the recurring mechanism the failure is one case of: its page lists the entry); leave the field out where no family fits.",
+            good="family: no-code-for-gpu", bad="family: no-kernel-for-gpu"),
 ]}
 
 

@@ -309,6 +309,14 @@ def _pattern(value: str) -> str:
     return value
 
 
+def matches_own_text(match: str | None, info: ValidationInfo) -> str | None:
+    """KB045, for a signature's or a family pattern's `match`: it matches its own `text`."""
+    text = info.data.get("text")
+    if match is not None and text is not None and not patterns.matches(patterns.compile_signature(text, match), text):
+        _fail("KB045", "the pattern does not match the signature's own literal text; mark only the parts that vary")
+    return match
+
+
 class Signature(Record):
     text: LiteralText
     kind: Literal[tuple(facets.KIND_NAMES)]
@@ -332,10 +340,7 @@ class Signature(Record):
     @field_validator("match")
     @classmethod
     def _matches_own_text(cls, match: str | None, info: ValidationInfo) -> str | None:
-        text = info.data.get("text")
-        if match is not None and text is not None and not patterns.matches(patterns.compile_signature(text, match), text):
-            _fail("KB045", "the pattern does not match the signature's own literal text; mark only the parts that vary")
-        return match
+        return matches_own_text(match, info)
 
 
 # Evidence (kb.triage.evidence): identifiers that, found together within a few lines, show a cell in a
@@ -578,6 +583,8 @@ class Entry(Record):
     # says it: My stack shows the entry as "applies when you use or pass" it.
     trigger: Text | None = None
     symptoms: list[SymptomClass] = Field(min_length=1, max_length=6)
+    # The recurring mechanism it is one case of (kb/families/<id>.yaml); KB092 checks the id.
+    family: CellId | None = None
     status: Status
     signatures: list[Signature] = Field(min_length=1, max_length=20)
     evidence: list[Evidence] = Field(default=[], max_length=6)

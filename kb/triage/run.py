@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kb.records.problems import Problem
-from kb.triage import evidence, match
+from kb.triage import evidence, familyanswer, match
 from kb.triage.rules import load_rules, scopes
 from kb.triage.request import Issue, from_stream
 
@@ -21,6 +21,7 @@ class Triage:
     hits: list[match.Hit] = field(default_factory=list)
     request: Issue | None = None  # the new-entry request, when nothing matched and one was asked for
     citable: dict[str, str] = field(default_factory=dict)  # entry id -> citable id, for the hits
+    families: list[familyanswer.FamilyHit] = field(default_factory=list)  # the family answer, when no entry hit
 
 
 def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
@@ -37,11 +38,14 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     if hits:  # what the log says of its machine decides each entry's verdict (kb.records.verdict)
         log.seek(0)
         hits = match.decide(hits, scopes(rules), match.read_facts(log))
-    new = None
+    new, families = None, []
+    if not hits:  # a family's generic lines: its answer, below any entry, so only when none matched
+        log.seek(0)
+        families = familyanswer.from_stream(entries, log)
     if not hits and request:
         log.seek(0)
         new = from_stream(log)  # bounded lines: a huge line is never read whole
-    return Triage(hits=hits, request=new, citable=citable(entries, hits))
+    return Triage(hits=hits, request=new, citable=citable(entries, hits), families=families)
 
 
 def patterns(signature_rules: list, evidence_rules: list) -> dict:

@@ -1,0 +1,90 @@
+"""Families (kb/families/, kb.records.families): their lint, the entry field that names one (KB092),
+and the family answer of `kb match` for a log no entry matches (kb.triage.familyanswer)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from kb.records import families, lint
+
+from conftest import FIXTURES, ROOT
+
+GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
+# Verbatim from kb/survey/comfyui.yaml (https://github.com/Comfy-Org/ComfyUI/issues/7677): no entry's signature.
+COMFYUI_7677 = "CUDA error: no kernel image is available for execution on the device"
+
+
+def test_the_shipped_families_are_clean_and_cover_the_survey_families():
+    records, problems = families.load_families(families.HERE)
+    assert problems == []
+    assert {r.id for r in records} == {"no-code-for-gpu", "toolchain-too-old", "hopper-or-datacenter-kernel",
+                                       "shared-memory-limit", "source-build-arch-list", "unsupported-on-sm12x",
+                                       "gb10-unified-memory", "driver-platform"}
+
+
+def test_a_bad_family_file_is_reported_with_file_line_and_field(tmp_path):
+    folder = tmp_path / "families"
+    folder.mkdir()
+    text = (families.HERE / "no-code-for-gpu.yaml").read_text(encoding="utf-8")
+    text = text.replace("    match: \"with CUDA capability sm_{int} is not compatible",
+                        "    match: \"with CUDA capability sm_{int} is not compatable")
+    text = text.replace("  - https://github.com/Comfy-Org/ComfyUI/issues/7677\n", "  - http://example.org/x\n", 1)
+    (folder / "no-code-for-gpu.yaml").write_text(text + "colour: red\n", encoding="utf-8")
+    (folder / "Bad_Name.yaml").write_text("title: x\n", encoding="utf-8")
+    _, problems = families.load_families(folder)
+    shown = [f"{p.path}:{p.line}: {p.loc}: {p.message} [{p.code}]" for p in problems]
+    lines = text.splitlines()
+    sources_line = lines.index("  - http://example.org/x") + 1
+    match_line = next(i for i, l in enumerate(lines, 1) if "is not compatable" in l)
+    assert shown[0].startswith(f"{folder / 'Bad_Name.yaml'}:1: (file name): ")
+    assert any(s.startswith(f"{folder / 'no-code-for-gpu.yaml'}:{sources_line}: sources[0]: must be an https://")
+               and s.endswith("[KB033]") for s in shown), shown
+    assert any(s.startswith(f"{folder / 'no-code-for-gpu.yaml'}:{match_line}: patterns[1].match: the pattern does "
+                            "not match the signature's own literal text") and s.endswith("[KB045]") for s in shown), shown
+    assert any(": colour: unknown field" in s for s in shown), shown
+
+
+def test_an_unknown_family_id_is_an_error_naming_the_known_ones(tmp_path):
+    text = GOOD.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, l in enumerate(lines) if l.startswith("status:"))
+    lines.insert(at, "family: no-kernel-for-gpu\n")
+    path = tmp_path / GOOD.name
+    path.write_text("".join(lines), encoding="utf-8")
+    problems = lint.check([path]).problems
+    assert [(p.path, p.line, p.loc, p.message, p.code, p.got) for p in problems] == [
+        (path, at + 1, "family", f"names no family; use one of {', '.join(families.known_ids(families.HERE))}",
+         "KB092", "no-kernel-for-gpu")]
+    lines[at] = "family: no-code-for-gpu\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    assert lint.check([path]).problems == []
+
+
+def _match(tmp_path, text: str, *options: str):
+    log = tmp_path / "log.txt"
+    log.write_text(text, encoding="utf-8")
+    return subprocess.run([str(ROOT / ".venv" / "bin" / "kb"), "match", *options, str(log)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_a_line_only_a_family_knows_gets_the_family_answer_text_and_json(tmp_path):
+    log = f"Starting ComfyUI on NVIDIA GeForce RTX 5090\n{COMFYUI_7677}\n"
+    done = _match(tmp_path, log, "--json")
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout) == [{
+        "answer": "family", "entry": None, "family": "no-code-for-gpu", "title": "The binary has no code for your GPU",
+        "url": "families/no-code-for-gpu/", "lines": [2], "signature": COMFYUI_7677,
+        "check": "python -c \"import torch; print(torch.cuda.get_arch_list())\"",
+        "fix": next(r for r in families.load_families(families.HERE)[0] if r.id == "no-code-for-gpu").family.fix}]
+    text = _match(tmp_path, log).stdout
+    assert text.startswith("no known failure matches this log\n\nFamily answer (no entry matches;")
+    assert "[no-code-for-gpu]\n   families/no-code-for-gpu/\n" in text
+    assert f"   line 2: {COMFYUI_7677}\n" in text
+
+
+def test_a_log_an_entry_matches_gets_no_family_answer(tmp_path):
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    found = json.loads(_match(tmp_path, f"NVIDIA GeForce RTX 5090\n{line}\n", "--json").stdout)
+    assert found and all(hit.get("answer") != "family" and hit["entry"] for hit in found)
