@@ -49,8 +49,8 @@ def test_a_bad_family_file_is_reported_with_file_line_and_field(tmp_path):
 def test_an_unknown_family_id_is_an_error_naming_the_known_ones(tmp_path):
     text = GOOD.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
-    at = next(i for i, l in enumerate(lines) if l.startswith("status:"))
-    lines.insert(at, "family: no-kernel-for-gpu\n")
+    at = next(i for i, l in enumerate(lines) if l.startswith("family:"))
+    lines[at] = "family: no-kernel-for-gpu\n"
     path = tmp_path / GOOD.name
     path.write_text("".join(lines), encoding="utf-8")
     problems = lint.check([path]).problems

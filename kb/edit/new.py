@@ -301,6 +301,8 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         f"trigger: {quote('TODO: the flag or model kind that makes it happen, or delete the line')}",
         f"# One or more of: {', '.join(facets.SYMPTOM_NAMES)}.",
         f"symptoms: [{guess_symptom(r.text)}]",
+        "# The recurring mechanism it belongs to, if one fits (a file stem in kb/families/; rule KB092).",
+        "# family: no-code-for-gpu",
         "status:",
         f"  # {_one_of(facets.STATUS_NAMES)}.",
         "  # fixed-*: an upstream link merged/published or a component's fixed_in/fixed_commit;",

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kb.records import patterns
 from kb.triage.match import MAX_LINE
+from kb.triage.rules import EXACT_WEIGHT, SignatureRule
 
 SHOWN_LINES = 5
 
@@ -44,7 +46,7 @@ def load(entries: Path):
     records, problems = families.load_families(families.folder_for(entries))
     if problems:
         return [], []
-    return records, families.family_rules(records)
+    return records, family_rules(records)
 
 
 def answer(records, rules, lines) -> list[FamilyHit]:
@@ -84,3 +86,24 @@ def _lines(log: BinaryIO):
         while not raw.endswith(b"\n") and (raw := log.readline(MAX_LINE)):
             pass
         yield head.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def family_rules(records: list):
+    """One kb.triage.rules.SignatureRule per pattern, in id then pattern order; `entry` holds the
+    family id, `url` its page."""
+    from kb.records.families import SM12X  # pydantic: loaded only when no entry matched
+
+    out = []
+    for record in sorted(records, key=lambda r: r.id):
+        seen = set()
+        for pattern in record.family.patterns:
+            # Families are about sm_120 and sm_121: a capability number in a pattern stands for
+            # either (kb.records.patterns.widen), never for sm_100 or sm_90.
+            compiled = patterns.compile_signature(pattern.text, pattern.match, SM12X)
+            if compiled.source in seen:  # two literals of one form: one rule, as for entries
+                continue
+            seen.add(compiled.source)
+            out.append(SignatureRule(record.id, pattern.text, "log-line", patterns.search_source(compiled, "log-line"),
+                                     compiled.anchor, EXACT_WEIGHT, record.url, record.family.title,
+                                     compiled.words, True, edges=compiled.edges))
+    return out
