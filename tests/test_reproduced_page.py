@@ -77,7 +77,9 @@ def test_only_entries_with_a_recorded_reproduction_show_the_block(live_site):
         assert has == bool(page.select("section.kb-reproduced")) == bool(page.select("pre.kb-repro-output"))
         (with_block if has else without).append(summary["id"])
         if not has:
-            assert "bwkb repro" not in page.body.inner_text(), summary["id"]
+            # Only a scan's evidence line names the command (it re-reads the wheels); nothing else does.
+            scanned = any(s.get("found") for s in api["record"].get("scans", []))
+            assert ("bwkb repro" in page.body.inner_text()) == scanned, summary["id"]
             osv = json.loads((live_site / "osv" / f"{summary['id']}.json").read_text(encoding="utf-8"))
             assert osv["database_specific"]["reproductions"] == []
     recorded = [c for c in index["cells"]
@@ -100,3 +102,28 @@ def test_only_the_lines_that_show_a_signature_are_marked():
     output = "\n".join([recorded[0], "", "ptxas info    : 0 bytes gmem", recorded[-1]])
     assert reproduced.lines(cell.entry, output) == [(recorded[0], True), ("", False),
                                                     ("ptxas info    : 0 bytes gmem", False), (recorded[-1], True)]
+
+
+# An entry with no reproduction whose range rests on a recorded scan of the released wheels.
+SCANNED = "bitsandbytes-no-cuda128-library-compiled-without-gpu-support"
+
+
+def test_an_entry_without_a_reproduction_says_what_its_evidence_is(live_site):
+    api = _api(live_site, SCANNED)
+    page = _page(live_site, api)
+    assert page.select_one("section.kb-reproduced") is None
+    line = page.select_one("p.kb-evidence-kind")
+    (found,) = api["record"]["scans"]
+    wheels = {w["version"]: w for w in found["found"]["wheels"]}
+    assert "sm_120" in wheels["0.45.3"]["libraries"][-1]["sass"]
+    assert line.inner_text() == (
+        "Evidence: Read in the released wheels with cuobjdump: bitsandbytes 0.45.3 is the first scanned release "
+        f"with sm_120 code, 0.45.2 the last without (wheels read {found['found']['date']}; bwkb repro {SCANNED} "
+        "reads them again).")
+    # The line takes the Reproduced block's place, before the measurements, links and claims.
+    assert line.next_element() is page.select_one("div.kb-unindexed")
+
+
+def test_the_evidence_line_is_absent_where_a_reproduction_is_shown(live_site):
+    page = _page(live_site, _api(live_site, REPRODUCED))
+    assert page.select_one("p.kb-evidence-kind") is None

@@ -18,7 +18,7 @@ import ahocorasick_rs
 from packaging.version import Version
 
 from kb.cache import fingerprint
-from kb.records import confusables, facets, patterns, reproduction
+from kb.records import confusables, facets, patterns, reproduction, scan
 from kb.records.load import dotted
 from kb.records.normalise import normalise
 from kb.records.problems import Problem
@@ -97,6 +97,7 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
     pins = reproduction.locked()
     for cell in cells:
         problems.extend(reproduction.problems(cell, pins))
+        problems.extend(scan.problems(cell, pins))
         problems.extend(_harmless_headline(cell))
         problems.extend(_cause_line(cell))
     return problems

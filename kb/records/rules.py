@@ -62,6 +62,40 @@ def _cvt_repro(first_line: str) -> str:
             "        ptxas fatal   : Ptx assembly aborted due to errors")
 
 
+_BNB_SHA = ("ba3a720187f518b172ebce4081049c682ae3fd8284947e22499b256ff99a2bc3",
+            "720d67ffa8a5c61c958fb62517e8abbb2ab0ac1b33b66506ae911cb34c836c70")
+
+
+def _bnb_scan(found: bool = True) -> str:
+    """A scan of bitsandbytes 0.45.2 and 0.45.3's CUDA 12.8 library as `kb repro --write` records it
+    (0.45.2 has no such file: no library matches)."""
+    text = ("scans:\n"
+            "  - package: bitsandbytes\n"
+            "    library: bitsandbytes/libbitsandbytes_cuda128.so\n"
+            "    arch: sm_120\n    platform: manylinux_2_28_x86_64\n    python: '3.11'\n"
+            "    versions: ['0.45.2', '0.45.3']\n"
+            "    tool: {package: nvidia-cuda-cuobjdump, version: 13.4.92}\n")
+    if not found:
+        return text
+    return text + ("    found:\n"
+                   "      tool_version: Cuda compilation tools, release 13.4, V13.4.92\n"
+                   "      date: 2026-12-05\n      machine: Debian GNU/Linux 12 (bookworm), x86_64\n"
+                   "      wheels:\n"
+                   "        - {version: '0.45.2', file: bitsandbytes-0.45.2-py3-none-manylinux_2_24_x86_64.whl,\n"
+                   f"           sha256: {_BNB_SHA[0]}, libraries: []}}\n"
+                   "        - version: '0.45.3'\n"
+                   "          file: bitsandbytes-0.45.3-py3-none-manylinux_2_24_x86_64.whl\n"
+                   f"          sha256: {_BNB_SHA[1]}\n"
+                   "          libraries:\n"
+                   "            - path: bitsandbytes/libbitsandbytes_cuda128.so\n"
+                   "              sass: {sm_70: 1, sm_75: 1, sm_80: 1, sm_86: 1, sm_89: 1, sm_90: 1, sm_100: 1, sm_120: 1}\n"
+                   "              ptx: {}\n")
+
+
+def _bnb(affected: str) -> str:
+    return f"components: [{{package: bitsandbytes, role: raises, affected: '{affected}'}}]\n"
+
+
 RULES = {rule.code: rule for rule in [
     RuleDoc("KB001", "utf8", "An entry file is readable UTF-8 text.",
             good="# the file saved as UTF-8\ntitle: Décodage MLA fails on GB10",
@@ -330,6 +364,12 @@ RULES = {rule.code: rule for rule in [
          bad=_CVT_SIG + "components: [{package: cuda-toolkit, role: raises, affected: '<12.8'}]\n" + _cvt_repro(_CVT_OUT)),
     RuleDoc("KB092", "known-family", "An entry's family names a family record, a file kb/families/<id>.yaml (the recurring mechanism the failure is one case of: its page lists the entry); leave the field out where no family fits.",
             good="family: no-code-for-gpu", bad="family: no-kernel-for-gpu"),
+    RuleDoc("KB093", "scan-recorded", "A scan can be re-run as recorded: its cuobjdump (nvidia-cuda-cuobjdump) is pinned in kb/repro/tools.lock, its architecture is one of the entry's, and it holds what `kb repro --write ID` found: a wheel for each version it lists, in that order, with the version line of the pinned cuobjdump.",
+            good=_bnb("<0.45.3") + _bnb_scan(),
+            bad=_bnb("<0.45.3") + _bnb_scan(found=False)),
+    RuleDoc("KB094", "scan-proves-range", "A component's range agrees with the scan of its released wheels: a scanned version without SASS the scan's architecture loads lies in affected (or its build label in builds), a version with it lies outside both and outside seen_failing, no version from fixed_in on lacks it, and a scanned component gives a range at all. The message names the scan, the wheel file and the images cuobjdump listed.",
+            good=_bnb("<0.45.3") + _bnb_scan(),
+            bad=_bnb("<0.45.2") + _bnb_scan()),
 ]}
 
 

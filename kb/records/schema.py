@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from kb.records import facets, patterns
 from kb.records.reproduction import Reproduction
+from kb.records.scan import Scan
 
 # Whole-value patterns. In Python's `re`, `$` also matches before a trailing newline, so every
 # `re` pattern here is applied with `fullmatch` and written without `^...$`; digits are spelled
@@ -600,6 +601,7 @@ class Entry(Record):
     published: FullDate
     updated: FullDate
     reproductions: list[Reproduction] = Field(default=[], max_length=10)
+    scans: list[Scan] = Field(default=[], max_length=6)
 
     @field_validator("updated")
     @classmethod

@@ -81,11 +81,7 @@ def install(package: str, version: str, wheelhouse: Path | None = None, timeout:
             command += ["--no-index", "--find-links", str(wheelhouse)]
         print(f"kb repro: installing {package}=={version} into {target}", file=sys.stderr, flush=True)
         try:
-            done = subprocess.run(command, stdout=sys.stderr.fileno() if _has_fd() else subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise InstallError(f"installing {package}=={version} took over {timeout:.0f} s; check the network and "
-                               "run it again") from None
+            done = run_pip(command, f"installing {package}=={version}", timeout)
         finally:
             os.unlink(requirements.name)
         if done.returncode != 0:
@@ -105,6 +101,15 @@ def install(package: str, version: str, wheelhouse: Path | None = None, timeout:
         return target
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def run_pip(command: list[str], doing: str, timeout: float) -> subprocess.CompletedProcess:
+    """Run pip, its progress shown on standard error and its messages kept (`.stderr`)."""
+    try:
+        return subprocess.run(command, stdout=sys.stderr.fileno() if _has_fd() else subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise InstallError(f"{doing} took over {timeout:.0f} s; check the network and run it again") from None
 
 
 def _has_fd() -> bool:

@@ -6,6 +6,9 @@ its input into a temporary folder, run the tool there with a time limit, and com
 shows one of the entry's signatures as `kb match` would find it; otherwise it `differs`, and the
 difference is printed below its line. Exit 0 when all are ok, 1 when any differs, 2 on an error
 (an unknown id, a tool that could not be installed). `--write` records the runs that differ.
+An entry's scans (kb.repro.scan) run too: each lists the CUDA images of released wheels, prints
+the last version without code for its architecture and the first with it, and is recorded with
+`--write` when what it found differs.
 """
 
 from __future__ import annotations
@@ -123,8 +126,9 @@ def main(args) -> int:
     today = dt.date.today().isoformat()
     runs = [run_one(cell, i, repro, wheelhouse, args.timeout, today)
             for cell in chosen for i, repro in enumerate(cell.entry.reproductions)]
-    if not runs:
-        print("kb repro: none of these entries has a reproduction", file=sys.stderr)
+    scanned, scan_errors = _scans(chosen, wheelhouse, today)
+    if not runs and not scanned and not scan_errors:
+        print("kb repro: none of these entries has a reproduction or a scan", file=sys.stderr)
         return 0
     for ran in runs:
         where = f"{ran.cell.id} reproductions[{ran.index}]: {ran.repro.command()}"
@@ -136,8 +140,31 @@ def main(args) -> int:
         for line in ran.differences:
             print(f"    {line}")
     if args.write:
-        for line in write.record(runs):
+        for line in write.record(runs) + write.record_scans(scanned):
             print(line, file=sys.stderr)
-    if any(ran.error for ran in runs):
+    if scan_errors or any(ran.error for ran in runs):
         return 2
-    return 1 if any(ran.differences for ran in runs) else 0
+    return 1 if any(ran.differences for ran in runs) or any(item[3] for item in scanned) else 0
+
+
+def _scans(chosen, wheelhouse: Path | None, today: str) -> tuple[list[tuple], list[str]]:
+    """Run every scan of the chosen cells, printing one line each (and its differences):
+    (cell, index, found, differences) of those that ran, and the errors."""
+    from kb.repro import scan
+
+    done, errors = [], []
+    for cell in chosen:
+        for i, recorded in enumerate(cell.entry.scans):
+            where = f"{cell.id} scans[{i}]: {recorded.command()}"
+            try:
+                found = scan.run_scan(recorded, wheelhouse, today, machine())
+            except (scan.ScanError, install.InstallError, OSError, subprocess.TimeoutExpired) as exc:
+                errors.append(where)
+                print(f"error    {where}: {exc}")
+                continue
+            differs = scan.differences(recorded, found)
+            print(f"{'differs' if differs else 'ok':<8} {where} ({scan.summary(recorded, found)})")
+            for line in differs:
+                print(f"    {line}")
+            done.append((cell, i, found, differs))
+    return done, errors

@@ -1,9 +1,9 @@
-"""`kb repro --write`: record new runs in the entry files.
+"""`kb repro --write`: record new runs and scans in the entry files.
 
-Only the `reproductions:` block changes. It is the last top-level key an entry holds, written in one
-fixed layout (this module's `block`), so recording is a text edit of that block: the rest of the
-file keeps its bytes. The new file must read back as the same record with only the reproductions
-changed, and valid, before it replaces the old one through a temporary file and one rename
+Only the `reproductions:` block, or the `scans:` block, changes. Each is a top-level key written
+in one fixed layout (this module's `block` and `scans_block`), so recording is a text edit of that
+block: the rest of the file keeps its bytes. The new file must read back as the same record with
+only that block changed, and valid, before it replaces the old one through a temporary file and one rename
 (kb.records.files.write_regular, never through a link): an interrupted write leaves the old file whole.
 """
 
@@ -53,11 +53,43 @@ def block(reproductions: list[Reproduction]) -> str:
     return "".join(out)
 
 
-def replaced(text: str, new_block: str) -> str:
-    """`text` with its top-level `reproductions:` block (to the next top-level key or the end)
-    replaced by `new_block`, or `new_block` appended when it has none."""
+def _images(found: dict[str, int]) -> str:
+    return "{" + ", ".join(f"{arch}: {count}" for arch, count in found.items()) + "}"
+
+
+def scans_block(scans) -> str:
+    """The `scans:` block of an entry, in the layout `kb repro --write` keeps."""
+    out = ["scans:\n"]
+    for s in scans:
+        out.append(f"  - package: {_q(s.package)}\n    library: {_q(s.library)}\n    arch: {_q(s.arch)}\n")
+        out.append(f"    platform: {_q(s.platform)}\n    python: {_q(s.python)}\n")
+        out.append(f"    versions: [{', '.join(_q(v) for v in s.versions)}]\n")
+        out.append(f"    tool: {{package: {_q(s.tool.package)}, version: {_q(s.tool.version)}}}\n")
+        if s.found is None:
+            continue
+        f = s.found
+        out.append(f"    found:\n      tool_version: {_q(f.tool_version)}\n      date: {f.date}\n")
+        out.append(f"      machine: {_q(f.machine)}\n      wheels:\n")
+        for w in f.wheels:
+            out.append(f"        - version: {_q(w.version)}\n          file: {_q(w.file)}\n")
+            out.append(f"          sha256: {_q(w.sha256)}\n")
+            if w.build is not None:
+                out.append(f"          build: {_q(w.build)}\n")
+            out.append("          libraries:" + ("\n" if w.libraries else " []\n"))
+            for lib in w.libraries:
+                out.append(f"            - path: {_q(lib.path)}\n              sass: {_images(lib.sass)}\n")
+                out.append(f"              ptx: {_images(lib.ptx)}\n")
+    return "".join(out)
+
+
+BLOCKS = {"reproductions": block, "scans": scans_block}
+
+
+def replaced(text: str, new_block: str, key: str = "reproductions") -> str:
+    """`text` with its top-level `key:` block (to the next top-level key or the end) replaced by
+    `new_block`, or `new_block` appended when it has none."""
     lines = text.splitlines(keepends=True)
-    start = next((n for n, line in enumerate(lines) if line.startswith("reproductions:")), None)
+    start = next((n for n, line in enumerate(lines) if line.startswith(f"{key}:")), None)
     if start is None:
         return text + ("" if text.endswith("\n") else "\n") + new_block
     end = next((n for n in range(start + 1, len(lines)) if _TOP_KEY.match(lines[n])), len(lines))
@@ -68,24 +100,24 @@ class WriteError(Exception):
     pass
 
 
-def rewritten(path, raw: bytes, reproductions: list[Reproduction]) -> bytes:
-    """The file's new bytes, checked: it reads back as the same record but for the reproductions."""
+def rewritten(path, raw: bytes, value: list, key: str = "reproductions") -> bytes:
+    """The file's new bytes, checked: it reads back as the same record but for the `key` block,
+    which reads back as `value`."""
     from kb.records.schema import Entry
 
     old = load.parse(path, raw)
-    text = replaced(raw.decode("utf-8"), block(reproductions))
+    text = replaced(raw.decode("utf-8"), BLOCKS[key](value), key)
     new = load.parse(path, text.encode("utf-8"))
     if new.problems:
         raise WriteError(f"the rewritten file would not read back ({new.problems[0].message})")
-    if {k: v for k, v in new.data.items() if k != "reproductions"} != \
-            {k: v for k, v in old.data.items() if k != "reproductions"}:
-        raise WriteError("the edit would change more than the reproductions block; edit the file by hand")
+    if {k: v for k, v in new.data.items() if k != key} != {k: v for k, v in old.data.items() if k != key}:
+        raise WriteError(f"the edit would change more than the {key} block; edit the file by hand")
     try:
         entry = Entry.model_validate(new.data)
     except ValidationError as exc:
         raise WriteError(f"the rewritten entry would not be valid ({exc.error_count()} problem(s))") from None
-    if entry.reproductions != reproductions:
-        raise WriteError("the rewritten reproductions do not read back as written")
+    if getattr(entry, key) != value:
+        raise WriteError(f"the rewritten {key} do not read back as written")
     return text.encode("utf-8")
 
 
@@ -109,14 +141,35 @@ def record(runs) -> list[str]:
                 continue
             new[ran.index] = ran.repro.model_copy(update={"printed": ran.printed})
             changed.append(ran.index)
-        if not changed:
-            continue
-        try:
-            raw = cell.path.read_bytes()
-            data = rewritten(cell.path, raw, new)
-        except (OSError, UnicodeDecodeError, WriteError) as exc:
-            messages.append(f"kb repro: {cell.path}: not written: {exc}")
-            continue
-        write_regular(cell.path, data, cell.path.stat().st_mode & 0o777)
-        messages.append(f"kb repro: wrote {cell.path} (reproductions {', '.join(map(str, changed))})")
+        if changed:
+            messages.append(_write(cell, new, "reproductions", changed))
+    return messages
+
+
+def _write(cell, value: list, key: str, changed: list[int]) -> str:
+    """Replace the cell's file by one whose `key` block is `value`; the message to show."""
+    try:
+        data = rewritten(cell.path, cell.path.read_bytes(), value, key)
+    except (OSError, UnicodeDecodeError, WriteError) as exc:
+        return f"kb repro: {cell.path}: not written: {exc}"
+    write_regular(cell.path, data, cell.path.stat().st_mode & 0o777)
+    return f"kb repro: wrote {cell.path} ({key} {', '.join(map(str, changed))})"
+
+
+def record_scans(scanned) -> list[str]:
+    """Write each entry's scans whose result differs (each file whole or not at all); the messages.
+    `scanned` holds (cell, index, found, differences) for the scans that ran."""
+    messages = []
+    by_cell: dict[str, list] = {}
+    for item in scanned:
+        by_cell.setdefault(item[0].id, []).append(item)
+    for done in by_cell.values():
+        cell = done[0][0]
+        new = list(cell.entry.scans)
+        changed = [index for _, index, _, differs in done if differs]
+        for _, index, found, differs in done:
+            if differs:
+                new[index] = new[index].model_copy(update={"found": found})
+        if changed:
+            messages.append(_write(cell, new, "scans", changed))
     return messages

@@ -68,7 +68,8 @@ class Renderer:
             state_of=state.state, cause_of=cause.shown, checked_on=freshness.checked,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
-        self.env.globals.update(reproduced_runs=reproduced.runs, repro_command=reproduced.command)
+        self.env.globals.update(reproduced_runs=reproduced.runs, repro_command=reproduced.command,
+                                evidence_kind=reproduced.evidence)
 
     def _render(self, template: str, here: str, **context) -> str:
         return self.env.get_template(template).render(here=here, **context)

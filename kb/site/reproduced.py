@@ -6,11 +6,17 @@ the verbatim output) with the output's lines that show the entry's literal marke
 the OSV record carry the same facts. A line is marked by the comparison KB090 makes on the whole
 output (`reproduction.shown`), made here on one line at a time, so the page marks exactly what the
 lint accepted. A reproduction not yet run (no `printed`, which KB090 reports) has nothing to show.
+
+An entry with no recorded run says instead what kind of evidence it rests on (`evidence`), from what
+the record already holds, strongest first: a scan of the released wheels, a measurement on named
+hardware, statements checked against a public thread or source file (claims with `confirmed: true`),
+else only the reports its links lead to.
 """
 
 from __future__ import annotations
 
 from kb.records.reproduction import Reproduction, shown
+from kb.records.scan import boundary
 from kb.records.schema import Cell
 
 
@@ -45,3 +51,27 @@ def exported(cell: Cell) -> list[dict]:
                     "exit": printed.exit, "output": printed.output,
                     "literal_lines": [n for n, (_, marked) in enumerate(run["lines"], 1) if marked]})
     return out
+
+
+def evidence(cell: Cell) -> str:
+    """One sentence: the kind of evidence an entry without a recorded reproduction rests on."""
+    entry = cell.entry
+    scanned = [s for s in entry.scans if s.found is not None]
+    if scanned:
+        parts = []
+        for s in scanned:
+            last, first = boundary(s)
+            has = f"{s.package} {first} is the first scanned release with {s.arch} code" if first else \
+                f"no scanned {s.package} release has {s.arch} code"
+            parts.append(f"{has}{f', {last} the last without' if last else ''} "
+                         f"(wheels read {s.found.date}; bwkb repro {cell.id} reads them again)")
+        return "Read in the released wheels with cuobjdump: " + "; ".join(parts) + "."
+    if entry.measurements:
+        where = sorted({m.conditions.hardware for m in entry.measurements})
+        return (f"Measured on {', '.join(where)}: {len(entry.measurements)} measurement(s) whose raw output is "
+                "public (under Measured, below).")
+    confirmed = [c for c in entry.claims if c.confirmed]
+    if confirmed:
+        return (f"Read in the sources: {len(confirmed)} statement(s) below checked against a public thread or "
+                "source file; not reproduced or measured here.")
+    return "Reported in the threads linked below; not reproduced, measured or checked against a source here."

@@ -1,0 +1,185 @@
+"""Scans: cuobjdump's listings read from recorded output (tests/data/cuobjdump/, verbatim), the
+boundary a scan proves, the lint that holds a range to its scan (KB093, KB094) and the writer's
+`scans:` block. Nothing here downloads a wheel or runs cuobjdump."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kb.records import lint
+from kb.records.scan import Found, Library, Scan, Wheel, boundary, code_for
+from kb.repro import scan, write
+
+from conftest import FIXTURES, ROOT
+
+DATA = ROOT / "tests" / "data" / "cuobjdump"
+GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
+
+
+def _data(name: str) -> str:
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+def test_an_elf_listing_is_counted_per_architecture_in_number_order():
+    found = scan.images("ELF", _data("bitsandbytes-0.45.3-cuda128.list-elf.txt"), "", 0)
+    assert found == {"sm_70": 1, "sm_75": 1, "sm_80": 1, "sm_86": 1, "sm_89": 1, "sm_90": 1, "sm_100": 1,
+                     "sm_120": 1}
+    assert list(found) == sorted(found, key=lambda a: int(a[3:]))
+
+
+def test_a_ptx_listing_counts_every_image():
+    text = _data("vllm-0.9.2-C.list-ptx.txt")
+    found = scan.images("PTX", text, "", 0)
+    assert sum(found.values()) == len(text.splitlines())
+    assert set(found) == set(re.findall(r"\.(sm_[0-9]+)\.ptx$", text, re.M))
+
+
+@pytest.mark.parametrize("name, status", [("no-ptx.exit0.stderr.txt", 0), ("no-device-code.exit255.stderr.txt", 255)])
+def test_a_library_without_images_is_an_empty_listing(name, status):
+    assert scan.images("PTX", "", _data(name), status) == {}
+
+
+def test_a_cuobjdump_failure_is_an_error_never_an_empty_listing():
+    with pytest.raises(scan.ScanError, match="exit status 1: cuobjdump fatal   : Invalid ELF"):
+        scan.images("PTX", "", _data("invalid-elf.exit1.stderr.txt"), 1)
+
+
+def test_a_line_of_another_kind_or_form_is_an_error():
+    with pytest.raises(scan.ScanError, match="not a ELF image"):
+        scan.images("ELF", _data("vllm-0.9.2-C.list-ptx.txt"), "", 0)
+    with pytest.raises(scan.ScanError, match="not a PTX image: 'PTX: 3 files'"):
+        scan.images("PTX", "PTX: 3 files\n", "", 0)
+
+
+def test_the_platforms_reach_back_to_the_old_manylinux_tags():
+    tags = scan.platforms("manylinux_2_28_x86_64")
+    assert tags[0] == "manylinux_2_28_x86_64"
+    assert {"manylinux_2_24_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"} <= set(tags)
+    assert "manylinux_2_31_x86_64" not in tags
+
+
+def _wheel(version: str, sass: dict[str, int]) -> Wheel:
+    return Wheel(version=version, file=f"p-{version}-py3-none-any.whl", sha256="0" * 64,
+                 libraries=[Library(path="p/lib.so", sass=sass, ptx={"sm_80": 1})])
+
+
+def _scan(arch: str, *wheels: Wheel) -> Scan:
+    return Scan(package="p", library="p/lib.so", arch=arch, platform="manylinux_2_28_x86_64", python="3.11",
+                versions=[w.version for w in wheels], tool={"package": "nvidia-cuda-cuobjdump", "version": "13.4.92"},
+                found=Found(tool_version="V13.4.92", date="2026-12-05", machine="m", wheels=list(wheels)))
+
+
+def test_the_boundary_is_the_last_version_without_code_and_the_first_with_it():
+    s = _scan("sm_120", _wheel("1.10", {"sm_120a": 1}), _wheel("1.2", {"sm_90": 1}), _wheel("1.9", {"sm_90": 2}))
+    assert boundary(s) == ("1.9", "1.10")  # in version order, not the order listed
+    assert boundary(_scan("sm_120", _wheel("1.0", {"sm_90": 1}), _wheel("1.1", {"sm_100": 1}))) == ("1.1", None)
+
+
+def test_an_arch_specific_cubin_loads_only_on_its_own_architecture_and_ptx_proves_nothing():
+    wheel = _wheel("1.0", {"sm_120a": 1})
+    assert code_for(wheel, "sm_120") == ["sm_120a"]
+    assert code_for(wheel, "sm_121") == []  # sm_120a is not loaded by a 12.1 device
+    assert code_for(_wheel("1.0", {"sm_120": 1}), "sm_121") == ["sm_120"]
+    assert code_for(_wheel("1.0", {"sm_90": 1}), "sm_120") == []  # its PTX (sm_80) is not counted
+
+
+# --- the lint, on the canonical entry with a scan of bitsandbytes 0.45.2 / 0.45.3 -------------------
+
+SCAN = """scans:
+  - package: bitsandbytes
+    library: bitsandbytes/libbitsandbytes_cuda12[68].so
+    arch: sm_120
+    platform: manylinux_2_28_x86_64
+    python: '3.11'
+    versions: ['0.45.2', '0.45.3']
+    tool: {package: nvidia-cuda-cuobjdump, version: 13.4.92}
+    found:
+      tool_version: Cuda compilation tools, release 13.4, V13.4.92
+      date: 2026-12-05
+      machine: Debian GNU/Linux 12 (bookworm), x86_64
+      wheels:
+        - version: '0.45.2'
+          file: bitsandbytes-0.45.2-py3-none-manylinux_2_24_x86_64.whl
+          sha256: ba3a720187f518b172ebce4081049c682ae3fd8284947e22499b256ff99a2bc3
+          BUILD
+          libraries:
+            - {path: bitsandbytes/libbitsandbytes_cuda126.so, sass: {sm_80: 1, sm_90: 1}, ptx: {}}
+        - version: '0.45.3'
+          file: bitsandbytes-0.45.3-py3-none-manylinux_2_24_x86_64.whl
+          sha256: 720d67ffa8a5c61c958fb62517e8abbb2ab0ac1b33b66506ae911cb34c836c70
+          libraries:
+            - {path: bitsandbytes/libbitsandbytes_cuda128.so, sass: {sm_90: 1, sm_100: 1, sm_120: 1}, ptx: {}}
+"""
+
+
+def _problems(tmp_path, component: str, scan_text: str = SCAN, build: str = "", others: tuple = ()) -> list[str]:
+    text = GOOD.read_text(encoding="utf-8")
+    text = re.sub(r"^components:\n(?:  .*\n)+", f"components:\n  - {component}\n", text, flags=re.M)
+    text += scan_text.replace("          BUILD\n", f"          build: '{build}'\n" if build else "")
+    path = tmp_path / GOOD.name
+    path.write_text(text, encoding="utf-8")
+    found = lint.check([tmp_path]).problems
+    assert [p.format() for p in found if p.code not in ("KB093", "KB094", *others)] == []  # otherwise valid
+    return [p.format() for p in found if p.code in ("KB093", "KB094")]
+
+
+def test_a_range_the_scan_proves_passes(tmp_path):
+    assert _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '<0.45.3'}") == []
+
+
+def test_a_range_that_leaves_out_a_version_without_code_names_the_scan_and_the_wheel(tmp_path):
+    (found,) = _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '<0.45.2'}")
+    assert "components[0].affected: components[0].affected '<0.45.2' leaves out 0.45.2 but scans[0] " \
+           "(bitsandbytes bitsandbytes/libbitsandbytes_cuda12[68].so, 2026-12-05): " \
+           "bitsandbytes-0.45.2-py3-none-manylinux_2_24_x86_64.whl (0.45.2) holds " \
+           "bitsandbytes/libbitsandbytes_cuda126.so: SASS sm_80 x1 sm_90 x1 | PTX none: no SASS sm_120 loads; " \
+           "widen it" in found
+    assert found.endswith("[KB094]")
+
+
+def test_a_range_that_covers_a_version_with_code_is_refused(tmp_path):
+    (found,) = _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '<0.46'}")
+    assert "includes 0.45.3 but scans[0]" in found and "SASS for sm_120, which sm_120 loads; narrow it" in found
+
+
+def test_a_fixed_in_the_scan_refutes_is_refused(tmp_path):
+    found = _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '<0.45.2', fixed_in: '0.45.2',"
+                       " fixed_commit: 'abcdef1'}", others=("KB086",))  # the status is not fixed-release
+    assert any("components[0].fixed_in '0.45.2' but scans[0]" in f and "the first scanned version with it is 0.45.3"
+               in f for f in found)
+
+
+def test_a_build_label_covers_a_version_outside_the_range(tmp_path):
+    component = "{package: bitsandbytes, role: raises, affected: '<0.45.2', builds: ['+cu126']}"
+    assert _problems(tmp_path, component, build="+cu126") == []
+    assert len(_problems(tmp_path, component, build="+cu124")) == 1
+
+
+def test_a_scanned_component_without_a_range_is_told_what_to_write(tmp_path):
+    (found,) = _problems(tmp_path, "{package: bitsandbytes, role: raises}")
+    assert "proves bitsandbytes 0.45.2 lacks sm_120 code and 0.45.3 carries it" in found
+    assert "write affected: '<0.45.3'" in found
+
+
+def test_a_scan_not_recorded_or_recorded_for_other_versions_is_refused(tmp_path):
+    component = "{package: bitsandbytes, role: raises, affected: '<0.45.3'}"
+    (unrecorded,) = _problems(tmp_path, component, SCAN.split("    found:\n")[0])
+    assert "no recorded result: run `kb repro --write mla-decode-fp8-kv-triton-shared-memory`" in unrecorded
+    (other,) = _problems(tmp_path, component, SCAN.replace("versions: ['0.45.2', '0.45.3']",
+                                                           "versions: ['0.45.1', '0.45.3']"))
+    assert "the recorded wheels are versions 0.45.2, 0.45.3 but the scan lists 0.45.1, 0.45.3" in other
+    unpinned = _problems(tmp_path, component, SCAN.replace("version: 13.4.92", "version: 13.0.88"))
+    assert any("nvidia-cuda-cuobjdump==13.0.88 is not pinned in kb/repro/tools.lock" in p for p in unpinned)
+    assert any("the version line must name the pinned release V13.0.88" in p for p in unpinned)
+
+
+def test_the_scans_block_reads_back_byte_for_byte():
+    with_scans = [c for c in lint.check([ROOT / "kb" / "entries"]).cells if c.entry.scans]
+    assert len(with_scans) >= 4
+    for cell in with_scans:
+        raw = cell.path.read_bytes()
+        assert write.rewritten(cell.path, raw, list(cell.entry.scans), "scans") == raw, cell.id
+        last, first = boundary(cell.entry.scans[0])
+        assert last is not None and first is not None, cell.id
