@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 import serving_venv
@@ -71,6 +72,9 @@ def test_python_names_the_serving_environment(capsys, serving, no_discovery, for
                                            "print(platform.python_version())"], capture_output=True, text=True,
                                           check=True).stdout.strip()
     assert "-torch2.11-vllm0.28-" in data["key"]
+    schema = json.loads(doctor(capsys, "--facts-schema")[1])
+    jsonschema.validate(data["facts"], schema)
+    assert set(schema["$defs"]["PythonEnvironment"]["properties"]) == {"python", "prefix", "found_by", "others"}
 
 
 def test_the_tool_never_imports_the_serving_packages(capsys, serving, no_discovery):

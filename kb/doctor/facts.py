@@ -2,9 +2,11 @@
 
 Every fact is optional. A fact that is missing (not probed, probe failed, probe timed out) is
 `null` or absent and reads as *unknown*; nothing here raises for a missing GPU, driver or package.
-GPU probes run in isolated child processes (`python -I -c ...`, in an empty folder) with a timeout, so a wedged driver makes the
-facts unknown instead of hanging the command. Package versions come from the installed
-distributions' metadata (`importlib.metadata`), which does not touch the GPU.
+GPU probes run in isolated child processes (`python -I -c ...`, in an empty folder) with a timeout
+and a cap on what they print (`Child`), so a wedged driver makes the facts unknown instead of
+hanging the command. Package versions are those of the judged serving environment, read from its
+distributions' metadata by its own interpreter (kb.doctor.environment); PyTorch's CUDA and cuDNN
+are asked of that interpreter too. This process never imports the serving environment's code.
 
 The facts file that `kb doctor --facts FILE` reads is `Facts` as JSON (`kb doctor --facts-schema`).
 """
