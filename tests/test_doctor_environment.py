@@ -78,20 +78,40 @@ def test_python_names_the_serving_environment(capsys, serving, no_discovery, for
 
 
 def test_the_tool_never_imports_the_serving_packages(capsys, serving, no_discovery):
-    """A package of the serving venv that would run code on import is not run: metadata only."""
+    """A `.pth` file of the serving venv runs code whenever its interpreter starts with `site`: the
+    package read (-I -S) does not run it, and no run of doctor runs it in the tool's own process
+    (only the PyTorch probe, in a child of the serving interpreter, starts that interpreter whole)."""
     (site,) = (serving / "lib").glob("python3*/site-packages")
-    marker = serving.parent / "imported"
-    (site / "sglang_probe_trap.py").write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
-    (site / "zz-trap.pth").write_text("", encoding="utf-8")  # a .pth that runs nothing
+    ran = serving.parent / "ran"
+    trap = site / "zz-trap.pth"
+    trap.write_text(f"import os; open({str(ran)!r}, 'a').write(str(os.getpid()) + chr(10))\n", encoding="utf-8")
     try:
+        version, prefix, packages = environment.read(environment.interpreter(str(serving)), {"torch": ["torch"]}, 30)
+        assert packages == {"torch": "2.11.0"} and Path(prefix) == serving
+        assert not ran.exists()
         judged_json(capsys, "--python", str(serving))
-        assert not marker.exists()
-        assert "sglang_probe_trap" not in sys.modules
+        assert str(os.getpid()) not in (ran.read_text(encoding="utf-8").split() if ran.exists() else [])
     finally:
-        (site / "sglang_probe_trap.py").unlink()
-        (site / "zz-trap.pth").unlink()
+        trap.unlink()
+        ran.unlink(missing_ok=True)
 
 
+@pytest.mark.parametrize("system_site", [False, True])
+def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site):
+    """Without `site` running (-S), the read finds the same site-packages as the interpreter started
+    normally: its venv's, and the base Python's too where pyvenv.cfg includes them."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", *(["--system-site-packages"] * system_site),
+                    str(venv)], check=True, timeout=120)
+    names = ["pydantic", "packaging", "jinja2", "pip", "setuptools", "no-such-dist"]
+    code = ("import importlib.metadata as m, json, sys\nout = {}\nfor n in sys.argv[1:]:\n    try:\n"
+            "        out[n] = m.version(n)\n    except m.PackageNotFoundError:\n        out[n] = None\n"
+            "print(json.dumps(out))")
+    for python in (str(venv / "bin" / "python"), sys.executable):
+        seen = json.loads(subprocess.run([python, "-I", "-c", code, *names], capture_output=True, text=True,
+                                         check=True, timeout=60).stdout)
+        _, _, read = environment.read(python, {n: [n] for n in names}, 30)
+        assert read == seen, python
 def test_discovery_prefers_the_active_virtual_environment(capsys, serving, no_discovery, monkeypatch):
     monkeypatch.setenv("VIRTUAL_ENV", str(serving))
     data = judged_json(capsys)

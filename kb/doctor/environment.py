@@ -10,8 +10,8 @@ on every machine (issue 36, an H100 run on 2026-12-05). The environment judged i
    TensorRT-LLM and llama-cpp-python servers of this user (/proc/<pid>/cmdline and exe; what
    cannot be read is skipped). The others found are listed, each with the `--python` to judge it.
 
-The packages are read by that interpreter in a child process: `python -I -c SCRIPT NAMES`, a fixed
-script that reads distribution metadata (never imports a package), in an empty folder, with a
+The packages are read by that interpreter in a child process: `python -I -S -c SCRIPT NAMES`, a
+fixed script that reads distribution metadata (imports no package, runs no `.pth` file), in an empty folder, with a
 time limit and a cap on what it may print (kb.doctor.facts.Child), its answer one JSON line.
 Nothing of the serving environment is imported into this process. Hands on a `Judged` to
 kb.doctor.facts.probe; any PATH that cannot be judged is a one-line `PythonError`.
@@ -40,30 +40,45 @@ MARK = "KB-DOCTOR-PACKAGES "  # the answer's line starts with it: anything else 
 EXAMPLE = "pass the serving environment's interpreter (e.g. /srv/venv/bin/python) or its folder"
 MAX_CMDLINE = 64 * 1024  # a process's argument list read, at most
 
-# Runs in the judged interpreter, any Python 3.8 or newer: reads metadata, imports no package.
-# Given {record package: [distribution names]}, prints MARK + {"version", "prefix", "packages"}.
+# Runs in the judged interpreter, any Python 3.8 or newer, started with -I -S: reads metadata and
+# imports no package. -S keeps the `.pth` files of the serving environment from running (they may
+# import anything), and with them `site`'s venv step, which is where a virtual environment's
+# sys.prefix is set; so the script finds pyvenv.cfg as `site.venv` does (beside the interpreter or
+# one folder up) and names the site-packages folders itself (`site.getsitepackages`, computed
+# without running anything). Given {record package: [distribution names]}, prints
+# MARK + {"version", "prefix", "packages"}.
 SCRIPT = r"""
-import json, platform, sys
+import json, os, platform, re, site, sys
 try:
     import importlib.metadata as m
 except ImportError:
-    print("KB-DOCTOR-PACKAGES " + json.dumps({"error": "Python %s has no importlib.metadata (3.8 or newer needed)"
-                                              % platform.python_version()}))
+    print("@MARK@" + json.dumps({"error": "Python %s has no importlib.metadata (3.8 or newer needed)"
+                                % platform.python_version()}))
     raise SystemExit(0)
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+prefix, prefixes = sys.prefix, [sys.prefix]
+here = os.path.dirname(os.path.abspath(sys.executable))
+for folder in (here, os.path.dirname(here)):
+    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        with open(os.path.join(folder, "pyvenv.cfg"), encoding="utf-8", errors="replace") as cfg:
+            system = re.search(r"^\s*include-system-site-packages\s*=\s*true\s*$", cfg.read(), re.M | re.I)
+        prefix = os.path.dirname(here)
+        prefixes = [prefix] + ([sys.prefix] if system else [])
+        break
+installed = {}
+for dist in m.distributions(path=site.getsitepackages(prefixes)):
+    try:
+        name, version = dist.metadata["Name"], dist.version
+    except Exception:
+        continue
+    if isinstance(name, str) and isinstance(version, str):
+        installed.setdefault(norm(name), version)
 found = {}
 for name, dists in json.loads(sys.argv[1]).items():
-    version = None
-    for dist in dists:
-        try:
-            version = m.version(dist)
-        except Exception:
-            continue
-        if version:
-            break
-    found[name] = version if isinstance(version, str) else None
-print("KB-DOCTOR-PACKAGES " + json.dumps({"version": platform.python_version(), "prefix": sys.prefix,
-                                          "packages": found}))
-"""
+    found[name] = next((installed[norm(d)] for d in dists if norm(d) in installed), None)
+print("@MARK@" + json.dumps({"version": platform.python_version(), "prefix": prefix, "packages": found}))
+""".replace("@MARK@", MARK)
 
 
 class PythonError(Exception):
@@ -90,19 +105,23 @@ class Judged:
 
     @property
     def facts(self) -> PythonEnvironment:
-        text = lambda value: visible(value, facts_mod.PATH_LENGTH)  # noqa: E731 (paths may hold anything)
-        return PythonEnvironment(
-            python=text(self.python), prefix=text(self.prefix) if self.prefix else None, found_by=visible(
-                self.found_by, facts_mod.SHORT),
-            others=[FoundPython(python=text(c.path), found_by=visible(c.found_by, facts_mod.SHORT))
-                    for c in self.others[:facts_mod.MAX_FOUND]])
+        """As the facts report it: paths and words escaped (`visible`), since a path may hold anything."""
+        return PythonEnvironment(python=_path(self.python), prefix=_path(self.prefix) if self.prefix else None,
+                                 found_by=visible(self.found_by, facts_mod.SHORT),
+                                 others=[FoundPython(python=_path(c.path), found_by=visible(c.found_by, facts_mod.SHORT))
+                                         for c in self.others[:facts_mod.MAX_FOUND]])
+
+
+def _path(path: str) -> str:
+    return visible(path, facts_mod.PATH_LENGTH)
 
 
 # --- an interpreter from a path ----------------------------------------------------------------------
 
 def interpreter(path: str) -> str:
-    """The interpreter `path` names: itself, or the one inside a folder (IN_FOLDER). PythonError,
-    one line, for a path that does not exist, loops, is no interpreter or cannot be run."""
+    """The interpreter `path` names: itself, or the one inside a folder (IN_FOLDER), as an absolute
+    path (the child runs in an empty folder, where a relative one names nothing). PythonError, one
+    line, for a path that does not exist, loops, is no interpreter or cannot be run."""
     shown = visible(path, 300)
     try:
         info = os.stat(path)
@@ -118,14 +137,14 @@ def interpreter(path: str) -> str:
         for inside in IN_FOLDER:
             candidate = os.path.join(path, *inside.split("/"))
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return candidate
+                return os.path.abspath(candidate)
         raise PythonError(f"{shown}: is a folder with no Python interpreter in it (looked for "
                           f"{', '.join(IN_FOLDER)}); pass the interpreter itself, e.g. /srv/venv/bin/python")
     if not stat.S_ISREG(info.st_mode):
         raise PythonError(f"{shown}: is not a file; {EXAMPLE}")
     if not os.access(path, os.X_OK):
         raise PythonError(f"{shown}: is not executable (no execute permission); {EXAMPLE}")
-    return path
+    return os.path.abspath(path)
 
 
 # --- reading the packages -----------------------------------------------------------------------------
@@ -136,7 +155,7 @@ def read(python: str, wanted: dict[str, list[str]], timeout: float) -> tuple[str
     shown = visible(python, 300)
     with tempfile.TemporaryDirectory(prefix="kb-doctor-", ignore_cleanup_errors=True) as empty:
         try:
-            child = facts_mod.Child([python, "-I", "-c", SCRIPT, json.dumps(wanted)], empty)
+            child = facts_mod.Child([python, "-I", "-S", "-c", SCRIPT, json.dumps(wanted)], empty)
         except OSError as exc:
             raise PythonError(f"{shown}: cannot be run ({exc.strerror or exc}); {EXAMPLE}") from None
         done = child.finish(time.monotonic() + timeout)
