@@ -165,6 +165,21 @@ def test_discovery_finds_a_running_vllm_server(capsys, serving, no_discovery):
         script.unlink()
 
 
+@pytest.mark.parametrize("argv, kind", [
+    (["/srv/v/bin/python3", "/srv/v/bin/vllm", "serve", "Qwen/Qwen3-8B"], "vLLM"),
+    (["python", "-u", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"], "vLLM"),
+    (["python3", "-X", "faulthandler", "-m", "sglang.launch_server"], "SGLang"),
+    (["/usr/bin/python3", "/opt/bin/trtllm-serve", "m"], "TensorRT-LLM"),
+    (["python", "-m", "llama_cpp.server", "--model", "m.gguf"], "llama-cpp-python"),
+    (["python", "train.py", "vllm"], None),  # an argument named like a server is no server
+    (["python", "-c", "import vllm"], None),
+    (["python", "-m", "http.server"], None),
+    (["python", "-m"], None),
+])
+def test_server_kind_from_a_command_line(argv, kind):
+    assert environment.server_kind(argv) == kind
+
+
 def test_nothing_found_leaves_the_packages_unknown(capsys, no_discovery, monkeypatch):
     monkeypatch.setattr(environment, "servers", lambda proc="/proc": [])
     data = judged_json(capsys)

@@ -198,12 +198,21 @@ _PYTHON_NAME = re.compile(r"python[0-9.]*(\.exe)?")
 
 
 def server_kind(argv: list[str]) -> str | None:
-    """The server `argv` runs (a SCRIPTS or MODULES value), or None."""
-    for i, arg in enumerate(argv[1:4], start=1):  # `python [-X opt] -m vllm...`: the first few only
-        if arg == "-m" and i + 1 < len(argv):
-            return MODULES.get(argv[i + 1].split(".")[0])
+    """The server `argv` (an interpreter's command line) runs, a SCRIPTS or MODULES value, or None:
+    the first argument that is not an interpreter option decides."""
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m":
+            return MODULES.get(argv[i + 1].split(".")[0]) if i + 1 < len(argv) else None
+        if arg == "-c":  # code on the command line: no server script
+            return None
+        if arg in ("-X", "-W", "-Q"):  # an option with its value in the next argument
+            i += 2
+            continue
         if not arg.startswith("-"):
             return SCRIPTS.get(os.path.basename(arg))
+        i += 1
     return None
 
 
