@@ -13,6 +13,9 @@ from kb.records import facets
 
 DISTRIBUTION = "blackwell-serving-kb"  # pyproject.toml's [project] name
 SITE_URL_ENV = "KB_SITE_URL"  # the published site's address, for the page URLs of match and doctor
+DOCTOR_EXIT = ("Exit status: 0 when the report is printed, whatever the verdicts; 2 when the input cannot be "
+               "used (an entries folder that is missing or has problems, a facts file that does not fit, a "
+               "--python that cannot be judged), with a message on standard error and nothing on standard output.")
 NO_SITE_URL = (f"page paths are relative to the site: no published site URL is configured (pass --site-url URL "
                f"or set {SITE_URL_ENV})")
 
@@ -252,8 +255,10 @@ def _match(args) -> int:
 def _doctor(args) -> int:
     from kb.doctor import diagnose
 
+    # the name the user typed, for the `--python` lines the report suggests
+    command = "bwkb" if Path(sys.argv[0]).name == "bwkb" else "kb"
     return diagnose.main(Path(args.entries), facts_path=args.facts, as_json=args.json, facts_schema=args.facts_schema,
-                       timeout=args.timeout, site_url=args.site_url)
+                         timeout=args.timeout, site_url=args.site_url, python=args.python, command=command)
 
 
 def _lock(args) -> int:
@@ -388,7 +393,18 @@ def parser() -> argparse.ArgumentParser:
                    help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "
                         f"${SITE_URL_ENV}; without either, page paths relative to the site)")
     p.set_defaults(run=_match)
-    p = sub.add_parser("doctor", help="judge which failures apply to this machine (exit 0, 2 on bad input)")
+    p = sub.add_parser(
+        "doctor", help="judge which failures apply to this machine (exit 0, 2 on bad input)",
+        description="Judge which known failures apply to this machine: its GPU and driver, and the packages of "
+        "the Python environment that serves. That environment is the one --python names; without it, the active "
+        "virtual environment ($VIRTUAL_ENV), the active conda environment ($CONDA_PREFIX), python3 on PATH, or "
+        "the interpreter of a running vLLM, SGLang, TensorRT-LLM or llama-cpp-python server of this user, the "
+        "first found (the report names it and lists the others). Its packages are read by that interpreter in "
+        "a child process; nothing of it is imported here. The verdict comes first: how many failures apply and "
+        "what to do now for each; the details follow.",
+        epilog=DOCTOR_EXIT)
+    p.add_argument("--python", metavar="PATH", help="the serving environment to judge: its interpreter "
+                   "(/srv/venv/bin/python) or its folder (a virtual or conda environment)")
     p.add_argument("--json", action="store_true", help='print {"facts", "key", "cells": [{entry, verdict, why, url}]}')
     p.add_argument("--facts", metavar="FILE", help="read the facts from this JSON file (- for standard input) "
                    "instead of probing")

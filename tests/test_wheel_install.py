@@ -198,3 +198,30 @@ def test_the_installed_cache_is_per_user_never_in_site_packages(installed):
                            env={**installed["env"], "XDG_CACHE_HOME": str(elsewhere)})
     assert moved.returncode == 0 and moved.stdout == done.stdout, moved.stderr.decode()
     assert any(p.suffix == ".pickle" for p in (elsewhere / "blackwell-serving-kb").iterdir())
+
+
+def test_the_key_is_the_serving_stacks_whichever_way_the_tool_is_installed(installed):
+    """Issue 36: installed as the README says (its own venv, as pipx and uvx make), doctor read its
+    own empty interpreter and printed another key than inside the serving environment. Now the
+    wheel in a bare venv and the checkout judge the same serving venv, through --python and through
+    $VIRTUAL_ENV, and print one key, naming its stack."""
+    import serving_venv
+
+    serving = installed["work"].parent / "serving-venv"
+    serving_venv.make(serving)
+    checkout = [sys.executable, "-m", "kb.cli"]  # the checkout's kb, run from its root
+    runs = {}
+    for name, argv, cwd in (("wheel", ["bwkb"], installed["work"]), ("checkout", checkout, ROOT)):
+        for how, extra, env in (("--python", ["--python", str(serving)], {}),
+                                ("VIRTUAL_ENV", [], {"VIRTUAL_ENV": str(serving)})):
+            done = subprocess.run([*argv, "doctor", "--json", "--timeout", "60", *extra], capture_output=True,
+                                  cwd=cwd, env={**installed["env"], **env}, timeout=300)
+            assert done.returncode == 0, done.stderr.decode()
+            runs[name, how] = json.loads(done.stdout)
+    keys = {run_key: report["key"] for run_key, report in runs.items()}
+    assert len(set(keys.values())) == 1, keys
+    assert "-torch2.11-vllm0.28-" in keys["wheel", "--python"]
+    for report in runs.values():
+        assert report["facts"]["packages"]["torch"] == "2.11.0" and report["facts"]["packages"]["vllm"] == "0.28.1"
+        assert Path(report["facts"]["python_environment"]["prefix"]) == serving
+    assert os.listdir(installed["work"]) == []

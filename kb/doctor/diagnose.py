@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Callable, TextIO
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
-from kb.doctor import facts as facts_mod
+from kb.doctor import environment, facts as facts_mod
 from kb.doctor.facts import Facts
 from kb.records.load import not_regular
 from kb.records.verdict import TITLES, VERDICTS, _component, _or, _side, judge, ranged  # noqa: F401 (kb doctor's names)
@@ -374,11 +375,49 @@ def _gpu_line(index: int, gpu) -> str:
             f"per block (opt-in) {_size(gpu.shared_memory_per_block_optin_bytes)}")
 
 
-def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -> str:
-    """The human report. Facts strings hold no control characters (kb.doctor.facts refuses them in a
-    file and escapes them when probing); they go through `visible` all the same, as does all
-    text from the records, since a terminal acts on whatever reaches it."""
-    out = ["Facts (unknown where a probe could not tell):"]
+def summary(facts: Facts, results: list[Verdict], facts_file: str | None = None, command: str = "kb") -> list[str]:
+    """The verdict first: how many failures apply and, for each, the Do-now line its card leads with
+    (kb.records.state); then which Python environment was judged, how it was found, and the
+    others found, each with the command that judges it."""
+    from kb.records.state import state
+
+    affected = [r for r in results if r.verdict == "affected"]
+    counts = {v: sum(r.verdict == v for r in results) for v in VERDICTS}
+    if affected:
+        out = [f"{len(affected)} known failure(s) apply to this machine. Do now:"]
+        for r in affected:
+            out.append(f"  {r.entry}: {visible(state(r.cell.entry).line.text)}")
+            out.append(f"    {visible(r.url)}")
+    else:
+        out = ["No known failure applies to this machine."]
+    out.append(f"  ({len(results)} judged: {counts['affected']} apply, {counts['fixed']} fixed in the installed "
+               f"versions, {counts['unknown']} unknown, {counts['not-applicable']} not applicable; details below)")
+    env = facts.python_environment
+    if env is not None:
+        where = f" (environment {visible(env.prefix)})" if env.prefix else ""
+        out.append(f"Judged: Python {visible(facts.python or 'of unknown version')} at {visible(env.python)}{where}; "
+                   f"how it was found: {visible(env.found_by)}" + (f" (as the facts file {visible(facts_file)} says)"
+                                                                    if facts_file else ""))
+        if env.others:
+            out.append("Also found, not judged:")
+            out += [f"  {visible(o.found_by)}: {command} doctor --python {shlex.quote(visible(o.python))}"
+                    for o in env.others]
+    elif facts_file is not None:
+        out.append(f"Judged: the facts in {visible(facts_file)}")
+    else:
+        out.append(f"Judged: no Python environment (none found): every package is unknown; "
+                   f"run {command} doctor --python PATH with the serving environment's interpreter or folder")
+    return out
+
+
+def report(facts: Facts, key: str, results: list[Verdict], packages: set[str], facts_file: str | None = None,
+           command: str = "kb") -> str:
+    """The human report: the verdict (`summary`), then the details. Facts strings hold no control
+    characters (kb.doctor.facts refuses them in a file and escapes them when probing); they go
+    through `visible` all the same, as does all text from the records, since a terminal acts on
+    whatever reaches it."""
+    out = summary(facts, results, facts_file, command) + ["", "Details", "",
+                                                           "Facts (unknown where a probe could not tell):"]
     if facts.gpus is None:
         out.append("  GPU: unknown")
     elif not facts.gpus:
@@ -435,15 +474,20 @@ def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -
 
 
 def main(entries: Path, facts_path: str | None = None, as_json: bool = False, facts_schema: bool = False,
-         timeout: float = facts_mod.DEFAULT_TIMEOUT, site_url: str | None = None,
-         stdout: TextIO | None = None, stderr: TextIO | None = None, stdin: TextIO | None = None) -> int:
-    """`kb doctor`: 0 always, 2 when the entries or the facts file cannot be used."""
+         timeout: float = facts_mod.DEFAULT_TIMEOUT, site_url: str | None = None, python: str | None = None,
+         command: str = "kb", stdout: TextIO | None = None, stderr: TextIO | None = None,
+         stdin: TextIO | None = None) -> int:
+    """`kb doctor`: 0 when the report is printed, 2 when the input cannot be used (kb.cli.DOCTOR_EXIT)."""
     from kb.records import lint
 
     stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     if facts_schema:
         stdout.write(json.dumps(facts_mod.json_schema(), indent=2, sort_keys=True) + "\n")
         return 0
+    if python is not None and facts_path is not None:
+        print("kb doctor: --python and --facts exclude each other: --python judges a Python environment of this "
+              "machine, --facts judges the facts a file gives; pass one", file=stderr)
+        return 2
     if not entries.is_dir():
         print(f"kb doctor: entries folder {entries} does not exist", file=stderr)
         return 2
@@ -462,8 +506,15 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
             print(f"kb doctor: bad facts file\n{exc}", file=stderr)
             return 2
     else:
+        wanted = facts_mod.distributions(set(facts_mod.BASE_PACKAGES) | packages)
+        try:
+            judged, notes = environment.judge(python, wanted, timeout)
+        except environment.PythonError as exc:
+            print(f"kb doctor: --python {exc}", file=stderr)
+            return 2
         names, compared = _env_names(cells)
-        facts = facts_mod.probe(packages, names, timeout=timeout, env_compared=compared)
+        facts = facts_mod.probe(packages, names, timeout=timeout, env_compared=compared, judged=judged,
+                                judged_notes=notes)
     key = environment_key(facts)
     base = site_url.rstrip("/") + "/" if site_url else ""
     results = verdicts(cells, facts, base)
@@ -474,5 +525,6 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
         # them) nor in record text (KB031).
         stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
-        stdout.write(report(facts, key, results, packages))
+        shown = None if facts_path is None else ("<stdin>" if facts_path == "-" else facts_path)
+        stdout.write(report(facts, key, results, packages, shown, command))
     return 0

@@ -2,17 +2,17 @@
 
 Every fact is optional. A fact that is missing (not probed, probe failed, probe timed out) is
 `null` or absent and reads as *unknown*; nothing here raises for a missing GPU, driver or package.
-GPU probes run in isolated child processes (`python -I -c ...`, in an empty folder) with a timeout, so a wedged driver makes the
-facts unknown instead of hanging the command. Package versions come from the installed
-distributions' metadata (`importlib.metadata`), which does not touch the GPU.
+GPU probes run in isolated child processes (`python -I -c ...`, in an empty folder) with a timeout
+and a cap on what they print (`Child`), so a wedged driver makes the facts unknown instead of
+hanging the command. Package versions are those of the judged serving environment, read from its
+distributions' metadata by its own interpreter (kb.doctor.environment); PyTorch's CUDA and cuDNN
+are asked of that interpreter too. This process never imports the serving environment's code.
 
 The facts file that `kb doctor --facts FILE` reads is `Facts` as JSON (`kb doctor --facts-schema`).
 """
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
-import importlib.util
 import json
 import os
 import platform
@@ -22,13 +22,18 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from kb.records.verdict import capability_arch as architecture
 from kb.records.visible import escape, first_risky, visible
+
+if TYPE_CHECKING:
+    from kb.doctor.environment import Judged
 
 DEFAULT_TIMEOUT = 20.0
 
@@ -115,6 +120,29 @@ class Gpu(_Model):
         return architecture(self.compute_capability)
 
 
+PATH_LENGTH = 4096  # PATH_MAX on Linux
+PathText = Annotated[str, Field(max_length=PATH_LENGTH), AfterValidator(_plain)]
+MAX_FOUND = 100  # other Python environments listed
+
+
+class FoundPython(_Model):
+    """A Python environment that was found but not judged."""
+
+    python: PathText = Field(description="Its interpreter or folder, as found: pass it to --python to judge it")
+    found_by: Short = Field(description="How it was found, e.g. 'python3 on PATH'")
+
+
+class PythonEnvironment(_Model):
+    """The Python environment whose packages were read: the one that serves (kb.doctor.environment)."""
+
+    python: PathText = Field(description="Its interpreter, as given with --python or found")
+    prefix: PathText | None = Field(None, description="Its sys.prefix: the virtual or conda environment's folder")
+    found_by: Short = Field(description="How it was found: 'given with --python', 'the active virtual environment "
+                                        "($VIRTUAL_ENV)', 'python3 on PATH', 'the running vLLM server (process N)'...")
+    others: Annotated[list[FoundPython], Field(max_length=MAX_FOUND)] = Field(
+        [], description="The other environments found, not judged")
+
+
 class Facts(_Model):
     """The facts about one machine that `kb doctor` judges the cells against."""
 
@@ -131,7 +159,10 @@ class Facts(_Model):
     env: Annotated[dict[EnvName, EnvValue | None], Field(max_length=MAX_NAMES)] = Field(
         {}, description="Environment variable -> value; null: not set; '<set>': set, value not reported "
                          "(no record compares it); '<redacted>': a value that may be a secret")
-    python: Short | None = Field(None, description="Python version")
+    python: Short | None = Field(None, description="Python version of the judged environment (python_environment)")
+    python_environment: PythonEnvironment | None = Field(
+        None, description="The Python environment whose packages were read; null: none was found, or the facts "
+                          "were written by hand")
     platform: Short | None = Field(None, description="Operating system and machine, e.g. 'Linux-x86_64'")
     notes: Annotated[list[Note], Field(max_length=MAX_NOTES)] = Field(
         [], description="What the probes said about facts they could not get")
@@ -288,8 +319,68 @@ print(json.dumps(out))
 """
 
 
-def run_children(probes: dict[str, str], timeout: float) -> dict[str, dict]:
+MAX_OUTPUT = 1024 * 1024  # bytes a child may print; a probe prints a few hundred
+
+
+@dataclass
+class Finished:
+    """What one child did: `stdout` and `stderr` (each at most MAX_OUTPUT bytes), its exit status
+    (None when it was killed), and whether it was killed for its time or for printing too much."""
+
+    stdout: bytes
+    stderr: bytes
+    returncode: int | None
+    timed_out: bool = False
+    too_much: bool = False
+
+
+class Child:
+    """A started child whose output is read as it comes, at most MAX_OUTPUT bytes of each stream:
+    `communicate` would keep all of it, and an interpreter that prints without end (the one a user
+    names with --python may be anything) would fill the memory. Past the cap the child is killed."""
+
+    def __init__(self, argv: list[str], cwd: str, cap: int = MAX_OUTPUT):
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.cap = cap
+        self.too_much = threading.Event()
+        self.streams = (bytearray(), bytearray())
+        self.readers = [threading.Thread(target=self._read, args=(pipe, sink), daemon=True)
+                        for pipe, sink in zip((self.proc.stdout, self.proc.stderr), self.streams)]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, pipe, sink: bytearray) -> None:
+        while chunk := pipe.read1(65536):
+            room = self.cap - len(sink)
+            sink += chunk[:room]
+            if len(chunk) > room:
+                self.too_much.set()
+                _kill(self.proc)
+                return
+
+    def finish(self, deadline: float) -> Finished:
+        """Wait until `deadline` (time.monotonic()), at least a moment, so that a child that
+        finished meanwhile is still read; kill it past the deadline."""
+        timed_out = False
+        try:
+            self.proc.wait(timeout=max(0.5, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = not self.too_much.is_set()
+            _kill(self.proc)
+        for reader, pipe in zip(self.readers, (self.proc.stdout, self.proc.stderr)):
+            reader.join(timeout=1)  # a grandchild holding the pipe open must not keep us here
+            if not reader.is_alive():  # a pipe still being read is left to its daemon thread
+                pipe.close()
+        too_much = self.too_much.is_set()
+        return Finished(bytes(self.streams[0]), bytes(self.streams[1]),
+                        None if timed_out or too_much else self.proc.returncode, timed_out, too_much)
+
+
+def run_children(probes: dict[str, str], timeout: float, pythons: dict[str, str] | None = None) -> dict[str, dict]:
     """Run each `python -I -c CODE` at once; name -> its JSON, or {"error": ...} (timeout, crash).
+    `pythons` names the interpreter of a probe (the judged serving environment's, for the PyTorch
+    probe); the others run with this tool's own.
 
     `python -c` puts the working directory first on sys.path, so a `json.py` or `pynvml.py`
     left in the folder `kb doctor` runs in would be imported and run. The children run isolated
@@ -297,31 +388,29 @@ def run_children(probes: dict[str, str], timeout: float) -> dict[str, dict]:
     site-packages; the interpreter's own site-packages, where pynvml and torch are, stay) and
     in a fresh empty folder, so that nothing they open by a relative name is someone else's."""
     with tempfile.TemporaryDirectory(prefix="kb-doctor-", ignore_cleanup_errors=True) as empty:
-        return _run_children(probes, timeout, empty)
+        return _run_children(probes, timeout, empty, pythons or {})
 
 
-def _run_children(probes: dict[str, str], timeout: float, cwd: str) -> dict[str, dict]:
-    started: dict[str, subprocess.Popen] = {}
+def _run_children(probes: dict[str, str], timeout: float, cwd: str, pythons: dict[str, str]) -> dict[str, dict]:
+    started: dict[str, Child] = {}
     results: dict[str, dict] = {}
     for name, code in probes.items():
         try:
-            started[name] = subprocess.Popen([sys.executable, "-I", "-c", code], cwd=cwd,
-                                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, start_new_session=True, text=True,
-                                             errors="replace")
+            started[name] = Child([pythons.get(name, sys.executable), "-I", "-c", code], cwd)
         except OSError as exc:
             results[name] = {"error": f"could not start the probe: {exc}"}
     deadline = time.monotonic() + timeout
-    for name, proc in started.items():
-        try:
-            # at least a moment each, so that a probe that finished meanwhile is still read
-            stdout, stderr = proc.communicate(timeout=max(0.5, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            _kill(proc)
+    for name, child in started.items():
+        done = child.finish(deadline)
+        if done.timed_out:
             results[name] = {"error": f"timed out after {timeout:g} s (treated as unknown)", "timeout": True}
             continue
+        if done.too_much:
+            results[name] = {"error": f"printed more than {MAX_OUTPUT:,} bytes (treated as unknown)"}
+            continue
+        stdout = done.stdout.decode("utf-8", errors="replace")
         lines = [line for line in stdout.splitlines() if line.startswith("{")]
-        if proc.returncode == 0 and lines:
+        if done.returncode == 0 and lines:
             try:
                 result = json.loads(lines[-1])
             except (ValueError, RecursionError):
@@ -329,7 +418,8 @@ def _run_children(probes: dict[str, str], timeout: float, cwd: str) -> dict[str,
             if isinstance(result, dict):
                 results[name] = result
                 continue
-        tail = (stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        stderr = done.stderr.decode("utf-8", errors="replace")
+        tail = (stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         results[name] = {"error": f"probe failed: {tail[:300]}"}
     return results
 
@@ -338,9 +428,12 @@ def _kill(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (OSError, AttributeError):
-        proc.kill()
+        try:
+            proc.kill()
+        except OSError:  # already gone
+            pass
     try:  # a process stuck in the driver may not die; do not wait for it
-        proc.communicate(timeout=1)
+        proc.wait(timeout=1)
     except subprocess.TimeoutExpired:
         pass
 
@@ -387,16 +480,10 @@ def cudnn_version(number: int | None) -> str | None:
     return f"{number // 1000}.{number % 1000 // 100}.{number % 100}"
 
 
-def installed_version(package: str) -> str | None:
-    """Installed version of a record package, from its distributions; None when not installed."""
-    for dist in DISTRIBUTIONS.get(package, (package,)):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-        except Exception:  # a broken dist-info must not stop the report
-            continue
-    return None
+def distributions(packages: set[str]) -> dict[str, list[str]]:
+    """Record package name -> the distribution names to look up, for each of `packages` that is
+    a distribution (the script kb.doctor.environment runs in the judged interpreter reads them)."""
+    return {p: list(DISTRIBUTIONS.get(p, (p,))) for p in sorted(set(packages) - NOT_DISTRIBUTIONS)}
 
 
 def nvcc_version(timeout: float) -> tuple[str | None, str | None]:
@@ -480,14 +567,17 @@ def _gpu(fields: dict, notes: list[str]) -> Gpu:
 
 def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
           timeout: float = DEFAULT_TIMEOUT, probes: dict[str, str] | None = None,
-          env_compared: set[str] | None = None) -> Facts:
-    """Gather the facts of this machine. Never raises for a missing GPU, driver or package."""
-    notes: list[str] = []
+          env_compared: set[str] | None = None, judged: Judged | None = None,
+          judged_notes: list[str] | None = None) -> Facts:
+    """Gather the facts of this machine, the packages from the `judged` Python environment
+    (kb.doctor.environment.judge, which gives `judged_notes` too; None: none was found, the packages
+    are unknown). Never raises for a missing GPU, driver or package."""
+    notes: list[str] = list(judged_notes or ())
     if probes is None:
         probes = {"nvml": NVML_PROBE, "cuda": CUDA_PROBE}
-        if importlib.util.find_spec("torch") is not None:
-            probes["torch"] = TORCH_PROBE
-    results = run_children(probes, timeout)
+        if judged is not None and judged.packages.get("torch"):
+            probes["torch"] = TORCH_PROBE  # PyTorch's CUDA and cuDNN, asked of the serving interpreter
+    results = run_children(probes, timeout, {"torch": judged.python} if judged else None)
     nvml, cuda, torch = (results.get(k, {}) for k in ("nvml", "cuda", "torch"))
     for name, result in results.items():
         if "error" in result:
@@ -502,14 +592,15 @@ def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
 
     wanted = set(BASE_PACKAGES) | set(packages or ())
     versions: dict[str, str | None] = {}
-    for package in sorted(wanted - NOT_DISTRIBUTIONS):
-        versions[package] = _text(installed_version(package))
+    if judged is not None:  # else every package is unknown: absent from the facts
+        for package in sorted(wanted - NOT_DISTRIBUTIONS):
+            versions[package] = _text(judged.packages.get(package))
     if versions.get("cudnn") is None:
         from_lib = cudnn_version(torch.get("cudnn")) or cudnn_version(cuda.get("cudnn"))
         if from_lib:
             versions["cudnn"] = from_lib
         elif "torch" in probes and "error" in torch:
-            del versions["cudnn"]  # torch could have told us; it did not answer
+            versions.pop("cudnn", None)  # torch could have told us; it did not answer
     if "cuda-toolkit" in wanted:
         nvcc, note = nvcc_version(min(timeout, 10.0))
         if note:
@@ -522,7 +613,7 @@ def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
     if "nvidia-driver" in wanted and (driver or gpus == []):
         versions["nvidia-driver"] = driver
     runtime = _text(torch.get("cuda_runtime_version"))
-    if "cuda" in wanted and (runtime or versions.get("torch") is None):
+    if "cuda" in wanted and (runtime or ("torch" in versions and versions["torch"] is None)):
         versions["cuda"] = runtime
 
     gpu_facts = [_gpu(g, notes) for g in gpus[:MAX_GPUS]] if gpus is not None else None
@@ -533,7 +624,8 @@ def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
         cuda_runtime_version=runtime,
         packages=versions,
         env=environment(env_names or set(), env_compared or set()),
-        python=_text(platform.python_version()),
+        python=_text(judged.version) if judged else None,
+        python_environment=judged.facts if judged else None,
         platform=_text(f"{platform.system()}-{platform.machine()}"),
         notes=[_text(note, NOTE) for note in notes[:MAX_NOTES]],
     )
