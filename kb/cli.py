@@ -240,7 +240,9 @@ def _doctor(args) -> int:
     from kb.doctor import diagnose
 
     return diagnose.main(Path(args.entries), facts_path=args.facts, as_json=args.json, facts_schema=args.facts_schema,
-                       timeout=args.timeout, site_url=args.site_url)
+                       timeout=args.timeout, site_url=args.site_url,
+                       # predictions (kb.doctor.predict)
+                       target=args.target, site_packages=args.site_packages, fail_on=args.fail_on)
 
 
 def _lock(args) -> int:
@@ -374,7 +376,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "
                         f"${SITE_URL_ENV}; without either, page paths relative to the site)")
     p.set_defaults(run=_match)
-    p = sub.add_parser("doctor", help="judge which failures apply to this machine (exit 0, 2 on bad input)")
+    p = sub.add_parser("doctor", help="judge which failures apply to this machine and predict what will fail (exit 0; 1 when --fail-on trips; 2 on bad input)")
     p.add_argument("--json", action="store_true", help='print {"facts", "key", "cells": [{entry, verdict, why, url}]}')
     p.add_argument("--facts", metavar="FILE", help="read the facts from this JSON file (- for standard input) "
                    "instead of probing")
@@ -384,6 +386,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
                    help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "
                         f"${SITE_URL_ENV}; without either, page paths relative to the site)")
+    # predictions (kb.doctor.predict): what will fail on this GPU or on --target, before anything runs
+    p.add_argument("--target", metavar="ARCH|GPU", help="judge for this GPU instead of the one here: sm_120, sm_121, "
+                   "12.1 or a GPU name (RTX 5090, GB10, DGX Spark); works on a machine without a GPU")
+    p.add_argument("--site-packages", action="append", default=None, metavar="DIR",
+                   help="a site-packages folder whose CUDA libraries, Triton and NCCL to read (repeatable; default: "
+                        "this Python's)")
+    p.add_argument("--fail-on", choices=("applies", "predicted"), help="exit 1 when a cell applies (applies), or when "
+                   "a cell applies or a failure is predicted (predicted); for CI")
     p.set_defaults(run=_doctor)
 
     p = sub.add_parser("new", help="write a skeleton entry for a new error string (asks for what is not given)")

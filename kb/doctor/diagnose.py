@@ -30,6 +30,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from kb.doctor import facts as facts_mod
+from kb.doctor import predict as predict_mod
 from kb.doctor.facts import Facts
 from kb.records.load import not_regular
 from kb.records.verdict import TITLES, VERDICTS, _component, _or, _side, judge, ranged  # noqa: F401 (kb doctor's names)
@@ -436,14 +437,21 @@ def report(facts: Facts, key: str, results: list[Verdict], packages: set[str]) -
 
 def main(entries: Path, facts_path: str | None = None, as_json: bool = False, facts_schema: bool = False,
          timeout: float = facts_mod.DEFAULT_TIMEOUT, site_url: str | None = None,
-         stdout: TextIO | None = None, stderr: TextIO | None = None, stdin: TextIO | None = None) -> int:
-    """`kb doctor`: 0 always, 2 when the entries or the facts file cannot be used."""
+         stdout: TextIO | None = None, stderr: TextIO | None = None, stdin: TextIO | None = None,
+         target: str | None = None, site_packages: list[str] | None = None, fail_on: str | None = None) -> int:
+    """`kb doctor`: 0; 1 when `fail_on` trips (see `_tripped`); 2 when the entries, the facts file
+    or the target cannot be used."""
     from kb.records import lint
 
     stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
     if facts_schema:
         stdout.write(json.dumps(facts_mod.json_schema(), indent=2, sort_keys=True) + "\n")
         return 0
+    try:
+        chosen = predict_mod.parse_target(target) if target is not None else None
+    except predict_mod.TargetError as exc:
+        print(f"kb doctor: {exc}", file=stderr)
+        return 2
     if not entries.is_dir():
         print(f"kb doctor: entries folder {entries} does not exist", file=stderr)
         return 2
@@ -464,15 +472,55 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
     else:
         names, compared = _env_names(cells)
         facts = facts_mod.probe(packages, names, timeout=timeout, env_compared=compared)
+    if chosen is not None:
+        facts = _on_target(facts, chosen)
+    prediction = _predict(cells, facts, chosen, site_packages, facts_path is not None)
     key = environment_key(facts)
     base = site_url.rstrip("/") + "/" if site_url else ""
     results = verdicts(cells, facts, base)
+    code = 1 if _tripped(fail_on, results, prediction) else 0
     if as_json:
         out = {"facts": facts.model_dump(mode="json"), "key": key, "cells": [r.as_json() for r in results]}
+        if prediction is not None:
+            out["prediction"] = prediction.as_json()
         # ensure_ascii=False is safe here: json.dumps escapes C0 controls, and the characters it
         # leaves raw (DEL, C1, bidi controls, U+2028/2029) cannot be in facts (kb.doctor.facts refuses
         # them) nor in record text (KB031).
         stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
         stdout.write(report(facts, key, results, packages))
-    return 0
+        if prediction is not None:
+            stdout.write("\n" + "\n".join(predict_mod.report(prediction)) + "\n")
+    return code
+
+
+# --- predictions and --target (kb.doctor.predict) ------------------------------------------------
+
+def _on_target(facts: Facts, target: "predict_mod.Target") -> Facts:
+    """The facts with the GPU replaced by `target`: the cells are judged for that GPU."""
+    gpu = facts_mod.Gpu(name=visible(target.name, facts_mod.SHORT), compute_capability=target.capability)
+    note = f"GPU set by --target {visible(target.name, 80)} (compute capability {target.capability}); not probed"
+    return facts.model_copy(update={"gpus": [gpu], "notes": [*facts.notes, note][:facts_mod.MAX_NOTES]})
+
+
+def _predict(cells, facts: Facts, target, site_packages: list[str] | None, from_file: bool):
+    """The prediction for `target`, else for the first GPU of known capability. A facts file
+    describes another machine: its libraries are not here, so only --site-packages is read then."""
+    if from_file and not site_packages:
+        return None
+    if target is None:
+        known = [g for g in facts.gpus or [] if g.compute_capability]
+        target = (predict_mod.Target(known[0].name or known[0].architecture,
+                                     *(int(p) for p in known[0].compute_capability.split(".")))
+                  if known else None)
+    dirs = [str(Path(d)) for d in site_packages] if site_packages else predict_mod.default_site_dirs()
+    return predict_mod.predict(cells, dirs, target)
+
+
+def _tripped(fail_on: str | None, results: list[Verdict], prediction) -> bool:
+    """--fail-on applies: a cell is affected. --fail-on predicted: that, or a predicted failure."""
+    if fail_on is None:
+        return False
+    if any(r.verdict == "affected" for r in results):
+        return True
+    return fail_on == "predicted" and prediction is not None and bool(prediction.failures)
