@@ -257,7 +257,8 @@ def read(path: str, limit: int = MAX_READ) -> Library:
             library.problem = f"broken headers: {exc}"
         except (OSError, struct.error) as exc:
             library.problem = f"cannot read it: {getattr(exc, 'strerror', None) or exc}"
-        library.bytes_read = budget.used
+        finally:
+            library.bytes_read = budget.used
     finally:
         os.close(fd)
     return library

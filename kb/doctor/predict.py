@@ -85,7 +85,7 @@ def parse_target(text: str) -> Target:
     from kb.triage.logfacts import model_capability
 
     given = text.strip()
-    found = re.fullmatch(r"(?:sm_|compute_)?([1-9][0-9]?[0-9])[af]?", given, re.I)
+    found = re.fullmatch(r"(?:sm_|compute_)([1-9][0-9]?[0-9])[af]?", given, re.I)
     capability = digits_capability(found.group(1)) if found else None
     if capability is None and re.fullmatch(r"[0-9]{1,2}\.[0-9]", given):
         capability = given
@@ -247,17 +247,24 @@ def ptxas_version(path: str) -> tuple[str | None, str | None]:
 
     if not os.path.isabs(path):
         return None, f"{visible(path)} is not an absolute path; not run"
-    try:
-        with tempfile.TemporaryDirectory(prefix="kb-doctor-") as empty:
-            done = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
-                                  timeout=PTXAS_TIMEOUT, stdin=subprocess.DEVNULL, cwd=empty)
-    except subprocess.TimeoutExpired:
-        return None, f"`{visible(path)} --version` took over {PTXAS_TIMEOUT:g} s"
-    except OSError as exc:
-        return None, f"cannot run {visible(path)}: {exc.strerror or exc}"
-    found = TOOL_VERSION.search(done.stdout)
+    from kb.doctor.facts import _kill
+
+    with tempfile.TemporaryDirectory(prefix="kb-doctor-", ignore_cleanup_errors=True) as empty:
+        try:
+            # its own session, so that a wrapper script's children die with it (facts._kill)
+            proc = subprocess.Popen([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    stdin=subprocess.DEVNULL, cwd=empty, text=True, errors="replace",
+                                    start_new_session=True)
+        except OSError as exc:
+            return None, f"cannot run {visible(path)}: {exc.strerror or exc}"
+        try:
+            stdout, _ = proc.communicate(timeout=PTXAS_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            return None, f"`{visible(path)} --version` took over {PTXAS_TIMEOUT:g} s"
+    found = TOOL_VERSION.search(stdout[:100_000])
     if not found:
-        return None, f"`{visible(path)} --version` printed no version (exit {done.returncode})"
+        return None, f"`{visible(path)} --version` printed no version (exit {proc.returncode})"
     return found.group(1), None
 
 
