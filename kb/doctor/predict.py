@@ -82,7 +82,7 @@ class Target:
 def parse_target(text: str) -> Target:
     """`sm_121`, `sm_120a`, `12.1` or a GPU name the project's GPU table knows (RTX 5090, GB10)."""
     from kb.records.verdict import digits_capability
-    from kb.triage.logfacts import model_capability
+    from kb.records.gpus import model_capability
 
     given = text.strip()
     found = re.fullmatch(r"(?:sm_|compute_)([1-9][0-9]?[0-9])[af]?", given, re.I)
