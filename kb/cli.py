@@ -13,9 +13,11 @@ from kb.records import facets
 
 DISTRIBUTION = "blackwell-serving-kb"  # pyproject.toml's [project] name
 SITE_URL_ENV = "KB_SITE_URL"  # the published site's address, for the page URLs of match and doctor
-DOCTOR_EXIT = ("Exit status: 0 when the report is printed, whatever the verdicts; 2 when the input cannot be "
-               "used (an entries folder that is missing or has problems, a facts file that does not fit, a "
-               "--python that cannot be judged), with a message on standard error and nothing on standard output.")
+DOCTOR_EXIT = ("Exit status: 0 when the report is printed, whatever the verdicts; 1 when --fail-on trips (a "
+               "failure applies, or with --fail-on predicted one is predicted); 2 when the input cannot be used (an "
+               "entries folder that is missing or has problems, a facts file that does not fit, a --python that "
+               "cannot be judged, a --target it does not know), with a message on standard error and nothing on "
+               "standard output.")
 NO_SITE_URL = (f"page paths are relative to the site: no published site URL is configured (pass --site-url URL "
                f"or set {SITE_URL_ENV})")
 
@@ -258,7 +260,9 @@ def _doctor(args) -> int:
     # the name the user typed, for the `--python` lines the report suggests
     command = "bwkb" if Path(sys.argv[0]).name == "bwkb" else "kb"
     return diagnose.main(Path(args.entries), facts_path=args.facts, as_json=args.json, facts_schema=args.facts_schema,
-                         timeout=args.timeout, site_url=args.site_url, python=args.python, command=command)
+                         timeout=args.timeout, site_url=args.site_url, python=args.python, command=command,
+                         # predictions (kb.doctor.predict)
+                         target=args.target, site_packages=args.site_packages, fail_on=args.fail_on)
 
 
 def _lock(args) -> int:
@@ -394,14 +398,16 @@ def parser() -> argparse.ArgumentParser:
                         f"${SITE_URL_ENV}; without either, page paths relative to the site)")
     p.set_defaults(run=_match)
     p = sub.add_parser(
-        "doctor", help="judge which failures apply to this machine (exit 0, 2 on bad input)",
+        "doctor", help="judge which failures apply to this machine and predict what will fail (exit 0; 1 when "
+        "--fail-on trips; 2 on bad input)",
         description="Judge which known failures apply to this machine: its GPU and driver, and the packages of "
         "the Python environment that serves. That environment is the one --python names; without it, the active "
         "virtual environment ($VIRTUAL_ENV), the active conda environment ($CONDA_PREFIX), python3 on PATH, or "
         "the interpreter of a running vLLM, SGLang, TensorRT-LLM or llama-cpp-python server of this user, the "
         "first found (the report names it and lists the others). Its packages are read by that interpreter in "
         "a child process; nothing of it is imported here. The verdict comes first: how many failures apply and "
-        "what to do now for each; the details follow.",
+        "what to do now for each; the details follow, then the failures its installed CUDA libraries, Triton's "
+        "ptxas and NCCL predict for the GPU (or for --target).",
         epilog=DOCTOR_EXIT)
     p.add_argument("--python", metavar="PATH", help="the serving environment to judge: its interpreter "
                    "(/srv/venv/bin/python) or its folder (a virtual or conda environment)")
@@ -414,6 +420,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
                    help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "
                         f"${SITE_URL_ENV}; without either, page paths relative to the site)")
+    # predictions (kb.doctor.predict): what will fail on this GPU or on --target, before anything runs
+    p.add_argument("--target", metavar="ARCH|GPU", help="judge for this GPU instead of the one here: sm_120, sm_121, "
+                   "12.1 or a GPU name (RTX 5090, GB10, DGX Spark); works on a machine without a GPU")
+    p.add_argument("--site-packages", action="append", default=None, metavar="DIR",
+                   help="a site-packages folder whose CUDA libraries, Triton and NCCL to read (repeatable; default: "
+                        "the judged environment's)")
+    p.add_argument("--fail-on", choices=("applies", "predicted"), help="exit 1 when a cell applies (applies), or when "
+                   "a cell applies or a failure is predicted (predicted); for CI")
     p.set_defaults(run=_doctor)
 
     p = sub.add_parser("new", help="write a skeleton entry for a new error string (asks for what is not given)")

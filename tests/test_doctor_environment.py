@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -86,8 +87,10 @@ def test_the_tool_never_imports_the_serving_packages(capsys, serving, no_discove
     trap = site / "zz-trap.pth"
     trap.write_text(f"import os; open({str(ran)!r}, 'a').write(str(os.getpid()) + chr(10))\n", encoding="utf-8")
     try:
-        version, prefix, packages = environment.read(environment.interpreter(str(serving)), {"torch": ["torch"]}, 30)
+        version, prefix, packages, sites = environment.read(environment.interpreter(str(serving)),
+                                                            {"torch": ["torch"]}, 30)
         assert packages == {"torch": "2.11.0"} and Path(prefix) == serving
+        assert [Path(d) for d in sites] == [site]  # where kb.doctor.predict reads the libraries
         assert not ran.exists()
         judged_json(capsys, "--python", str(serving))
         assert str(os.getpid()) not in (ran.read_text(encoding="utf-8").split() if ran.exists() else [])
@@ -110,7 +113,7 @@ def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site):
     for python in (str(venv / "bin" / "python"), sys.executable):
         seen = json.loads(subprocess.run([python, "-I", "-c", code, *names], capture_output=True, text=True,
                                          check=True, timeout=60).stdout)
-        _, _, read = environment.read(python, {n: [n] for n in names}, 30)
+        _, _, read, _ = environment.read(python, {n: [n] for n in names}, 30)
         assert read == seen, python
 def test_discovery_prefers_the_active_virtual_environment(capsys, serving, no_discovery, monkeypatch):
     monkeypatch.setenv("VIRTUAL_ENV", str(serving))
@@ -271,3 +274,23 @@ def test_a_bad_python_is_one_line_and_exit_2(tmp_path, case):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith(f"kb doctor: --python {path}: {words}"), done.stderr
+
+
+def test_predictions_read_the_libraries_of_the_judged_environment(tmp_path, capsys, no_discovery):
+    """Without --site-packages the CUDA libraries read are the judged environment's (its
+    interpreter names its site-packages folders), never the tool's own."""
+    import fatbin_fixtures as fx
+
+    folder = tmp_path / "venv"
+    serving_venv.make(folder)
+    (site,) = (folder / "lib").glob("python3*/site-packages")
+    lib = site / "torch" / "lib" / "libtorch_cuda.so"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(fx.library(fx.fatbin(fx.entry("sass", 80), fx.entry("sass", 90))))
+    code, out, err = doctor(capsys, "--python", str(folder), "--target", "sm_120")
+    assert code == 0, err
+    assert f"Predicted for sm_120 (compute capability 12.0), from {site}:" in out
+    assert re.search(r"torch: .*libtorch_cuda\.so: FAILS", out)
+    assert "1 more failure(s) predicted from the installed libraries and tools" in out
+    code, out, _ = doctor(capsys, "--python", str(folder), "--target", "sm_120", "--fail-on", "predicted")
+    assert code == 1

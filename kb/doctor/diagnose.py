@@ -31,6 +31,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from kb.doctor import environment, facts as facts_mod
+from kb.doctor import predict as predict_mod
 from kb.doctor.facts import Facts
 from kb.records.load import not_regular
 from kb.records.verdict import TITLES, VERDICTS, _component, _or, _side, judge, ranged  # noqa: F401 (kb doctor's names)
@@ -375,10 +376,12 @@ def _gpu_line(index: int, gpu) -> str:
             f"per block (opt-in) {_size(gpu.shared_memory_per_block_optin_bytes)}")
 
 
-def summary(facts: Facts, results: list[Verdict], facts_file: str | None = None, command: str = "kb") -> list[str]:
+def summary(facts: Facts, results: list[Verdict], facts_file: str | None = None, command: str = "kb",
+            predicted: int | None = None) -> list[str]:
     """The verdict first: how many failures apply and, for each, the Do-now line its card leads with
-    (kb.records.state); then which Python environment was judged, how it was found, and the
-    others found, each with the command that judges it."""
+    (kb.records.state), and how many more the installed libraries predict (`predicted`, None when
+    nothing was read; their list follows the details); then which Python environment was judged,
+    how it was found, and the others found, each with the command that judges it."""
     from kb.records.state import state
 
     affected = [r for r in results if r.verdict == "affected"]
@@ -390,6 +393,9 @@ def summary(facts: Facts, results: list[Verdict], facts_file: str | None = None,
             out.append(f"    {visible(r.url)}")
     else:
         out = ["No known failure applies to this machine."]
+    if predicted:
+        out.append(f"{predicted} more failure(s) predicted from the installed libraries and tools: see "
+                   "the prediction at the end.")
     out.append(f"  ({len(results)} judged: {counts['affected']} apply, {counts['fixed']} fixed in the installed "
                f"versions, {counts['unknown']} unknown, {counts['not-applicable']} not applicable; details below)")
     env = facts.python_environment
@@ -411,12 +417,12 @@ def summary(facts: Facts, results: list[Verdict], facts_file: str | None = None,
 
 
 def report(facts: Facts, key: str, results: list[Verdict], packages: set[str], facts_file: str | None = None,
-           command: str = "kb") -> str:
+           command: str = "kb", predicted: int | None = None) -> str:
     """The human report: the verdict (`summary`), then the details. Facts strings hold no control
     characters (kb.doctor.facts refuses them in a file and escapes them when probing); they go
     through `visible` all the same, as does all text from the records, since a terminal acts on
     whatever reaches it."""
-    out = summary(facts, results, facts_file, command) + ["", "Details", "",
+    out = summary(facts, results, facts_file, command, predicted) + ["", "Details", "",
                                                            "Facts (unknown where a probe could not tell):"]
     if facts.gpus is None:
         out.append("  GPU: unknown")
@@ -476,8 +482,10 @@ def report(facts: Facts, key: str, results: list[Verdict], packages: set[str], f
 def main(entries: Path, facts_path: str | None = None, as_json: bool = False, facts_schema: bool = False,
          timeout: float = facts_mod.DEFAULT_TIMEOUT, site_url: str | None = None, python: str | None = None,
          command: str = "kb", stdout: TextIO | None = None, stderr: TextIO | None = None,
-         stdin: TextIO | None = None) -> int:
-    """`kb doctor`: 0 when the report is printed, 2 when the input cannot be used (kb.cli.DOCTOR_EXIT)."""
+         stdin: TextIO | None = None, target: str | None = None, site_packages: list[str] | None = None,
+         fail_on: str | None = None) -> int:
+    """`kb doctor`: 0 when the report is printed, 1 when `fail_on` trips (see `_tripped`), 2 when the
+    input cannot be used (kb.cli.DOCTOR_EXIT)."""
     from kb.records import lint
 
     stdout, stderr, stdin = stdout or sys.stdout, stderr or sys.stderr, stdin or sys.stdin
@@ -487,6 +495,11 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
     if python is not None and facts_path is not None:
         print("kb doctor: --python and --facts exclude each other: --python judges a Python environment of this "
               "machine, --facts judges the facts a file gives; pass one", file=stderr)
+        return 2
+    try:
+        chosen = predict_mod.parse_target(target) if target is not None else None
+    except predict_mod.TargetError as exc:
+        print(f"kb doctor: {exc}", file=stderr)
         return 2
     if not entries.is_dir():
         print(f"kb doctor: entries folder {entries} does not exist", file=stderr)
@@ -499,6 +512,7 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
         return 2
     cells = result.cells
     packages = record_packages(cells)
+    judged = None
     if facts_path is not None:
         try:
             facts = read_facts(facts_path, stdin)
@@ -515,16 +529,60 @@ def main(entries: Path, facts_path: str | None = None, as_json: bool = False, fa
         names, compared = _env_names(cells)
         facts = facts_mod.probe(packages, names, timeout=timeout, env_compared=compared, judged=judged,
                                 judged_notes=notes)
+    if chosen is not None:
+        facts = _on_target(facts, chosen)
+    # The CUDA libraries are read where the judged environment keeps its packages (--site-packages
+    # overrides); a facts file describes another machine, whose folders are not here.
+    sites = site_packages or (judged.sites if facts_path is None and judged is not None else None)
+    prediction = _predict(cells, facts, chosen, sites, facts_path is not None and not site_packages)
     key = environment_key(facts)
     base = site_url.rstrip("/") + "/" if site_url else ""
     results = verdicts(cells, facts, base)
+    code = 1 if _tripped(fail_on, results, prediction) else 0
     if as_json:
         out = {"facts": facts.model_dump(mode="json"), "key": key, "cells": [r.as_json() for r in results]}
+        if prediction is not None:
+            out["prediction"] = prediction.as_json()
         # ensure_ascii=False is safe here: json.dumps escapes C0 controls, and the characters it
         # leaves raw (DEL, C1, bidi controls, U+2028/2029) cannot be in facts (kb.doctor.facts refuses
         # them) nor in record text (KB031).
         stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
         shown = None if facts_path is None else ("<stdin>" if facts_path == "-" else facts_path)
-        stdout.write(report(facts, key, results, packages, shown, command))
-    return 0
+        stdout.write(report(facts, key, results, packages, shown, command,
+                            predicted=len(prediction.failures) if prediction is not None else None))
+        if prediction is not None:
+            stdout.write("\n" + "\n".join(predict_mod.report(prediction)) + "\n")
+    return code
+
+
+# --- predictions and --target (kb.doctor.predict) ------------------------------------------------
+
+def _on_target(facts: Facts, target: "predict_mod.Target") -> Facts:
+    """The facts with the GPU replaced by `target`: the cells are judged for that GPU."""
+    gpu = facts_mod.Gpu(name=visible(target.name, facts_mod.SHORT), compute_capability=target.capability)
+    note = f"GPU set by --target {visible(target.name, 80)} (compute capability {target.capability}); not probed"
+    return facts.model_copy(update={"gpus": [gpu], "notes": [*facts.notes, note][:facts_mod.MAX_NOTES]})
+
+
+def _predict(cells, facts: Facts, target, sites: list[str] | None, nothing_here: bool):
+    """The prediction for `target`, else for the first GPU of known capability, from the libraries
+    under `sites` (none found: no library is read). None when there is nothing of this machine to
+    read (a facts file without --site-packages)."""
+    if nothing_here:
+        return None
+    if target is None:
+        known = [g for g in facts.gpus or [] if g.compute_capability]
+        target = (predict_mod.Target(known[0].name or known[0].architecture,
+                                     *(int(p) for p in known[0].compute_capability.split(".")))
+                  if known else None)
+    return predict_mod.predict(cells, [str(Path(d)) for d in sites or []], target)
+
+
+def _tripped(fail_on: str | None, results: list[Verdict], prediction) -> bool:
+    """--fail-on applies: a cell is affected. --fail-on predicted: that, or a predicted failure."""
+    if fail_on is None:
+        return False
+    if any(r.verdict == "affected" for r in results):
+        return True
+    return fail_on == "predicted" and prediction is not None and bool(prediction.failures)

@@ -46,7 +46,8 @@ MAX_CMDLINE = 64 * 1024  # a process's argument list read, at most
 # sys.prefix is set; so the script finds pyvenv.cfg as `site.venv` does (beside the interpreter or
 # one folder up) and names the site-packages folders itself (`site.getsitepackages`, computed
 # without running anything). Given {record package: [distribution names]}, prints
-# MARK + {"version", "prefix", "packages"}.
+# MARK + {"version", "prefix", "packages", "sites"}; `sites` (the site-packages folders that exist)
+# is where kb.doctor.predict reads the CUDA libraries.
 SCRIPT = r"""
 import json, os, platform, re, site, sys
 try:
@@ -66,8 +67,9 @@ for folder in (here, os.path.dirname(here)):
         prefix = os.path.dirname(here)
         prefixes = [prefix] + ([sys.prefix] if system else [])
         break
+sites = site.getsitepackages(prefixes)
 installed = {}
-for dist in m.distributions(path=site.getsitepackages(prefixes)):
+for dist in m.distributions(path=sites):
     try:
         name, version = dist.metadata["Name"], dist.version
     except Exception:
@@ -77,7 +79,8 @@ for dist in m.distributions(path=site.getsitepackages(prefixes)):
 found = {}
 for name, dists in json.loads(sys.argv[1]).items():
     found[name] = next((installed[norm(d)] for d in dists if norm(d) in installed), None)
-print("@MARK@" + json.dumps({"version": platform.python_version(), "prefix": prefix, "packages": found}))
+print("@MARK@" + json.dumps({"version": platform.python_version(), "prefix": prefix, "packages": found,
+                            "sites": [d for d in sites if os.path.isdir(d)]}))
 """.replace("@MARK@", MARK)
 
 
@@ -102,6 +105,7 @@ class Judged:
     prefix: str | None
     packages: dict[str, str | None]
     others: list[Candidate] = field(default_factory=list)
+    sites: list[str] = field(default_factory=list)  # its site-packages folders
 
     @property
     def facts(self) -> PythonEnvironment:
@@ -149,8 +153,10 @@ def interpreter(path: str) -> str:
 
 # --- reading the packages -----------------------------------------------------------------------------
 
-def read(python: str, wanted: dict[str, list[str]], timeout: float) -> tuple[str | None, str | None, dict]:
-    """(Python version, sys.prefix, {record package: version or None}) as `python` reports them.
+def read(python: str, wanted: dict[str, list[str]], timeout: float
+         ) -> tuple[str | None, str | None, dict, list[str]]:
+    """(Python version, sys.prefix, {record package: version or None}, site-packages folders) as
+    `python` reports them.
     PythonError, naming `python` and what to do, for anything else it does."""
     shown = visible(python, 300)
     with tempfile.TemporaryDirectory(prefix="kb-doctor-", ignore_cleanup_errors=True) as empty:
@@ -185,8 +191,10 @@ def read(python: str, wanted: dict[str, list[str]], timeout: float) -> tuple[str
                           f"interpreter? {EXAMPLE}")
     versions = {name: value if isinstance(value, str) else None for name, value in packages.items()
                 if name in wanted}
-    version, prefix = data.get("version"), data.get("prefix")
-    return (version if isinstance(version, str) else None, prefix if isinstance(prefix, str) else None, versions)
+    version, prefix, sites = data.get("version"), data.get("prefix"), data.get("sites")
+    sites = [d for d in sites if isinstance(d, str) and os.path.isabs(d)][:16] if isinstance(sites, list) else []
+    return (version if isinstance(version, str) else None, prefix if isinstance(prefix, str) else None, versions,
+            sites)
 
 
 # --- discovery ---------------------------------------------------------------------------------------
@@ -299,18 +307,18 @@ def judge(asked: str | None, wanted: dict[str, list[str]], timeout: float, envir
     discovered that answers, those that do not noted; None, with a note, when none does."""
     if asked is not None:
         python = interpreter(asked)
-        version, prefix, packages = read(python, wanted, timeout)
-        return Judged(python, "given with --python", version, prefix, packages), []
+        version, prefix, packages, sites = read(python, wanted, timeout)
+        return Judged(python, "given with --python", version, prefix, packages, sites=sites), []
     found = discover(environ, proc)
     notes = []
     for i, candidate in enumerate(found):
         try:
             python = interpreter(candidate.path)
-            version, prefix, packages = read(python, wanted, timeout)
+            version, prefix, packages, sites = read(python, wanted, timeout)
         except PythonError as exc:
             notes.append(f"skipped {candidate.found_by}: {exc}")
             continue
-        return Judged(python, candidate.found_by, version, prefix, packages, found[i + 1:]), notes
+        return Judged(python, candidate.found_by, version, prefix, packages, found[i + 1:], sites), notes
     notes.append("no Python environment found to judge (no active virtual or conda environment, no python3 on "
                  "PATH, no running vLLM, SGLang, TensorRT-LLM or llama-cpp-python server of this user): every "
                  "package is unknown; pass the serving environment with --python PATH")

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from kb.records.gpus import MODELS, model_capability  # noqa: F401 (the triage stage's names)
 from kb.records.verdict import architecture_table, capability_arch, digits_capability
 
 VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z])"
@@ -66,22 +67,8 @@ RULES: list[tuple[str, str, str, str]] = [
 # lines that name what a kernel requires ("only supported on ... (SM100)", `arch >= Arch.sm_100`).
 IGNORE = (r"gencode|arch_list|arch list|capabilities|supported arch|--gpu-architecture|cuda_arch"
           r"|\bonly\b.*\bsupport|\bsupport[a-z]* only\b|[<>]=? *(?:arch\.)?sm_?[0-9]")
-# GPU model (in the matched name) -> compute capability; first that matches wins.
-MODELS: list[tuple[str, str]] = [
-    (r"\bgb10\b|dgx spark", "12.1"),
-    (r"\brtx 50[0-9]0\b|\brtx pro [0-9]{4}.*blackwell", "12.0"),
-    (r"\bthor\b", "11.0"),
-    (r"\bg?b300\b", "10.3"),
-    (r"\bg?b[12]00\b", "10.0"),
-    (r"\bg?h(?:100|200|800|20)\b", "9.0"),
-    (r"\brtx 40[0-9]0\b|\bl40s?\b|\bl4\b|\brtx 6000 ada\b", "8.9"),
-    (r"\brtx 30[0-9]0\b|\ba(?:10|40|2|16)\b|\brtx a[0-9]000\b", "8.6"),
-    (r"\ba(?:100|800|30)\b", "8.0"),
-    (r"\bt4\b|\brtx 20[0-9]0\b", "7.5"),
-    (r"\bv100", "7.0"),
-    (r"\bp100\b", "6.0"),
-    (r"\bgtx 9[0-9]0\b|\btesla m(?:4|40|60)\b", "5.2"),
-]
+# The GPU table (model name -> compute capability) lives in kb.records.gpus, so that kb doctor's
+# --target reads the same one; MODELS and model_capability are its names here too.
 # A line gives a fact only if it holds one of these words (ASCII lower case; each rule's match does,
 # or holds a character Python's case-insensitive matching reads as s, k or i): `read_bytes` reads
 # only such lines, found at once over a whole log. A speed-up only: the triage page needs none.
@@ -134,13 +121,6 @@ class LogFacts:
 def _compiled():
     return ([(name, fact, re.compile(pattern, re.I)) for name, fact, pattern, _ in RULES], re.compile(IGNORE, re.I),
             [(re.compile(pattern, re.I), cc) for pattern, cc in MODELS])
-
-
-def model_capability(name: str) -> str | None:
-    for pattern, cc in _compiled()[2]:
-        if pattern.search(name):
-            return cc
-    return None
 
 
 def read(lines) -> LogFacts:

@@ -1,0 +1,264 @@
+"""Which GPU architectures a shared library carries: the fatbins in its ELF sections, read in Python.
+
+`kb doctor` predicts "no kernel image is available for execution on the device" before the first
+request by reading, for each CUDA extension library of the judged environment, the SASS (cubin)
+and PTX images its fatbins hold. It hands on a `Library` per file: one `Unit` per fatbin (one per
+compiled translation unit), each a list of `Image`s (kind, architecture, variant, compressed).
+
+Only headers are read, never a payload past its first bytes, with `os.pread` through a `_Budget`
+that refuses to read more than `MAX_READ` bytes per file: a 2 GB library (torch's
+libtorch_cuda.so is over 1 GB) costs a few megabytes, and a hostile file named like a library
+costs at most the cap. Nothing here raises for a bad file: the problem becomes `Library.problem`.
+
+The format, as read here (little-endian throughout; NVIDIA does not publish it):
+
+* The host ELF64 holds fatbins in the section `.nv_fatbin` (`__nv_relfatbin` for relocatable
+  device code), one after another, each starting on an 8-byte boundary.
+* A fatbin starts with a 16-byte header: u32 magic 0xBA55ED50, u16 version (1), u16 header
+  size (16), u64 size of the entries that follow.
+* Each entry has its own header, then its payload: u16 kind (1 PTX, 2 ELF cubin), u16 version
+  (0x0101), u32 header size (64, 80 or 112 seen), u64 payload size (padded); u32 compressed
+  size at 16; u32 architecture at 28 (120 for sm_120); u64 flags at 40; u64 uncompressed size
+  at 56. Flag 0x2000 marks an LZ4-compressed payload (CUDA 12), 0x8000 a zstd one (CUDA 13).
+  Same layout as `struct fat_text_header` in RWTH-ACS/cricket `cpu/cpu-elf2.c` and
+  `FatbinFileHeader` in vosen/ZLUDA `zluda_dump/src/dark_api.rs`.
+* Measured here with fatbinary 13.0.88 (`--image3=kind=elf,sm=120a,...`): flag 0x100000 marks an
+  arch-specific (`a`) image and 0x200000 a family-specific (`f`) one; the cubin's own e_flags did
+  not differ between sm_120 and sm_120a.
+* A cubin payload is an ELF with EI_ABIVERSION at byte 8 and e_flags at 48. ABI version 8 and
+  later (CUDA 13, Blackwell) keep the SM in bits 8..15 and `a` in bit 3 (0x8); older ones keep
+  the SM in the low byte and `a` in bit 11 (0x800). These are LLVM's EF_CUDA_* constants
+  (llvm/include/llvm/BinaryFormat/ELF.h). A PTX payload's `.target sm_120a` line gives its variant.
+
+Compressed payloads are not inflated: their architecture and variant come from the entry header,
+and the report says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import struct
+from dataclasses import dataclass, field
+
+FATBIN_MAGIC = 0xBA55ED50
+FATBIN_SECTIONS = (b".nv_fatbin", b"__nv_relfatbin")
+KIND_PTX, KIND_ELF = 1, 2
+FLAG_LZ4, FLAG_ZSTD = 0x2000, 0x8000
+FLAG_ARCH_SPECIFIC, FLAG_FAMILY_SPECIFIC = 0x100000, 0x200000
+
+# Per file: bytes read at most, fatbins and entries walked at most. libtorch_cuda.so (cu128) has
+# tens of thousands of entries; each costs its header and at most PEEK bytes of payload.
+MAX_READ = 32 * 2**20
+MAX_UNITS = 100_000
+MAX_ENTRIES = 400_000
+MAX_SECTIONS = 4096  # section headers looked at; real libraries have under 100
+PEEK_PTX = 4096  # a PTX file's `.target` line comes after its header comments
+SCAN_CHUNK = 64 * 1024  # read when looking for the next fatbin after padding
+
+_TARGET = re.compile(rb"^\s*\.target\s+sm_(\d+)([af]?)\b", re.M)
+
+
+class _Capped(Exception):
+    """The file asked for more than MAX_READ bytes."""
+
+
+class _Bad(Exception):
+    """The file is not what its headers claim; the message says where."""
+
+
+@dataclass(frozen=True)
+class Image:
+    kind: str  # "sass" or "ptx"
+    arch: int  # 120 for sm_120 / compute_120
+    variant: str  # "", "a" (arch-specific) or "f" (family-specific)
+    compressed: bool
+
+    @property
+    def name(self) -> str:
+        return f"{'sm' if self.kind == 'sass' else 'compute'}_{self.arch}{self.variant}"
+
+
+@dataclass
+class Library:
+    path: str
+    size: int = 0
+    units: list[list[Image]] = field(default_factory=list)  # one list per fatbin
+    problem: str | None = None  # why it could not be read (fully); None when it was
+    bytes_read: int = 0
+    elf: bool = False
+
+    @property
+    def images(self) -> list[Image]:
+        return [image for unit in self.units for image in unit]
+
+    def names(self, kind: str) -> list[str]:
+        """Sorted architecture names of one kind ("sass", "ptx"): sm_90, sm_120a; compute_120."""
+        found = {(i.arch, i.variant, i.name) for i in self.images if i.kind == kind}
+        return [name for _, _, name in sorted(found)]
+
+    @property
+    def compressed(self) -> bool:
+        return any(i.compressed for i in self.images)
+
+
+class _Budget:
+    """`os.pread` that counts what it reads and stops at MAX_READ (and at the file's end)."""
+
+    def __init__(self, fd: int, size: int, limit: int):
+        self.fd, self.size, self.limit, self.used = fd, size, limit, 0
+
+    def read(self, offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise _Bad(f"a header points past the end of the file (offset {offset:,}, {length:,} bytes, "
+                       f"file {self.size:,} bytes)")
+        if self.used + length > self.limit:
+            raise _Capped
+        data = os.pread(self.fd, length, offset)
+        self.used += len(data)
+        if len(data) != length:
+            raise _Bad(f"the file ended early at offset {offset + len(data):,} (it shrank while read)")
+        return data
+
+
+def _sections(budget: _Budget) -> list[tuple[bytes, int, int]]:
+    """(name, offset, size) of the ELF64 little-endian file's sections."""
+    head = budget.read(0, 64)
+    (shoff,) = struct.unpack_from("<Q", head, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+    if shnum == 0 or shentsize < 64:
+        return []
+    if shnum > MAX_SECTIONS:
+        raise _Bad(f"the ELF header lists {shnum:,} sections (over {MAX_SECTIONS:,})")
+    table = budget.read(shoff, shentsize * shnum)
+    rows = []
+    for i in range(shnum):
+        name, _type, _flags, _addr, offset, size = struct.unpack_from("<IIQQQQ", table, i * shentsize)
+        rows.append((name, _type, offset, size))
+    if shstrndx >= shnum:
+        raise _Bad(f"the section-name table index {shstrndx} is not below the section count {shnum}")
+    _, _, str_off, str_size = rows[shstrndx]
+    names = budget.read(str_off, min(str_size, 1 << 20))
+    out = []
+    for name_off, sh_type, offset, size in rows:
+        end = names.find(b"\0", name_off)
+        name = names[name_off:end] if 0 <= name_off < len(names) and end != -1 else b""
+        if sh_type != 8:  # SHT_NOBITS has no bytes in the file
+            out.append((name, offset, size))
+    return out
+
+
+def _variant_from_cubin(head: bytes) -> str:
+    if len(head) < 52 or head[:4] != b"\x7fELF":
+        return ""
+    (flags,) = struct.unpack_from("<I", head, 48)
+    accelerated = flags & 0x8 if head[8] >= 8 else flags & 0x800
+    return "a" if accelerated else ""
+
+
+def _entries(budget: _Budget, start: int, end: int, counted: list[int]) -> list[Image]:
+    images = []
+    offset = start
+    while offset + 64 <= end:
+        counted[0] += 1
+        if counted[0] > MAX_ENTRIES:
+            raise _Capped
+        head = budget.read(offset, 64)
+        kind, _version, header_size, payload = struct.unpack_from("<HHIQ", head, 0)
+        (arch,) = struct.unpack_from("<I", head, 28)
+        (flags,) = struct.unpack_from("<Q", head, 40)
+        if header_size < 64 or offset + header_size + payload > end:
+            raise _Bad(f"fatbin entry at offset {offset:,} has header size {header_size} and payload "
+                       f"{payload:,} bytes, past its fatbin's end at {end:,}")
+        compressed = bool(flags & (FLAG_LZ4 | FLAG_ZSTD))
+        variant = "a" if flags & FLAG_ARCH_SPECIFIC else "f" if flags & FLAG_FAMILY_SPECIFIC else ""
+        body = offset + header_size
+        if kind == KIND_ELF:
+            if not compressed and not variant and payload >= 64:
+                variant = _variant_from_cubin(budget.read(body, 64))
+            images.append(Image("sass", arch, variant, compressed))
+        elif kind == KIND_PTX:
+            if not compressed and not variant:
+                found = _TARGET.search(budget.read(body, min(payload, PEEK_PTX)))
+                if found and int(found.group(1)) == arch:
+                    variant = found.group(2).decode()
+            images.append(Image("ptx", arch, variant, compressed))
+        offset = body + payload
+    return images
+
+
+def _units(budget: _Budget, start: int, size: int) -> list[list[Image]]:
+    units: list[list[Image]] = []
+    counted = [0]
+    offset, end = start, start + size
+    while offset + 16 <= end:
+        head = budget.read(offset, 16)
+        magic, _version, header_size, fat_size = struct.unpack("<IHHQ", head)
+        if magic != FATBIN_MAGIC:
+            # padding between fatbins: the next one starts on an 8-byte boundary further on
+            chunk = budget.read(offset, min(SCAN_CHUNK, end - offset))
+            found = -1
+            index = chunk.find(struct.pack("<I", FATBIN_MAGIC), 1)
+            while index != -1:
+                if (offset + index) % 8 == 0:
+                    found = index
+                    break
+                index = chunk.find(struct.pack("<I", FATBIN_MAGIC), index + 1)
+            if found == -1:
+                if len(chunk) < SCAN_CHUNK:
+                    break
+                offset += SCAN_CHUNK
+                continue
+            offset += found
+            continue
+        if header_size < 16 or offset + header_size + fat_size > end:
+            raise _Bad(f"fatbin at offset {offset:,} claims {fat_size:,} bytes, past its section's end at {end:,}")
+        if len(units) >= MAX_UNITS:
+            raise _Capped
+        units.append(_entries(budget, offset + header_size, offset + header_size + fat_size, counted))
+        offset += header_size + fat_size
+        offset += -offset % 8
+    return units
+
+
+def read(path: str, limit: int = MAX_READ) -> Library:
+    """The fatbins of the shared library at `path`. Never raises: a file that cannot be read, is
+    no ELF64 little-endian file or holds broken headers comes back with `problem` set."""
+    library = Library(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        library.problem = f"cannot open it: {exc.strerror or exc}"
+        return library
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            library.problem = "not a regular file"
+            return library
+        library.size = info.st_size
+        budget = _Budget(fd, info.st_size, limit)
+        try:
+            magic = budget.read(0, 64) if info.st_size >= 64 else b""
+            if magic[:4] != b"\x7fELF":
+                library.problem = "not an ELF file"
+                return library
+            if magic[4] != 2 or magic[5] != 1:
+                library.problem = "not a 64-bit little-endian ELF file"
+                return library
+            library.elf = True
+            for name, offset, size in _sections(budget):
+                if name in FATBIN_SECTIONS:
+                    library.units += _units(budget, offset, size)
+        except _Capped:
+            library.problem = (f"stopped after reading {budget.used:,} bytes (the cap is {limit:,}); "
+                               "the architectures listed are those read before the cap")
+        except _Bad as exc:
+            library.problem = f"broken headers: {exc}"
+        except (OSError, struct.error) as exc:
+            library.problem = f"cannot read it: {getattr(exc, 'strerror', None) or exc}"
+        finally:
+            library.bytes_read = budget.used
+    finally:
+        os.close(fd)
+    return library

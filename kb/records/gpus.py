@@ -1,0 +1,39 @@
+"""The GPU table: a GPU model's name -> its compute capability (NVIDIA's published capabilities,
+https://developer.nvidia.com/cuda-gpus). The log reader (kb.triage.logfacts) finds GPUs in logs
+with it, the My stack page (kb.site.stack) groups the records' GPU names by it, and kb doctor's
+`--target RTX 5090` (kb.doctor.predict) turns a name into the capability it judges for."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# GPU model (in the matched name) -> compute capability; first that matches wins.
+MODELS: list[tuple[str, str]] = [
+    (r"\bgb10\b|dgx spark", "12.1"),
+    (r"\brtx 50[0-9]0\b|\brtx pro [0-9]{4}.*blackwell", "12.0"),
+    (r"\bthor\b", "11.0"),
+    (r"\bg?b300\b", "10.3"),
+    (r"\bg?b[12]00\b", "10.0"),
+    (r"\bg?h(?:100|200|800|20)\b", "9.0"),
+    (r"\brtx 40[0-9]0\b|\bl40s?\b|\bl4\b|\brtx 6000 ada\b", "8.9"),
+    (r"\brtx 30[0-9]0\b|\ba(?:10|40|2|16)\b|\brtx a[0-9]000\b", "8.6"),
+    (r"\ba(?:100|800|30)\b", "8.0"),
+    (r"\bt4\b|\brtx 20[0-9]0\b", "7.5"),
+    (r"\bv100", "7.0"),
+    (r"\bp100\b", "6.0"),
+    (r"\bgtx 9[0-9]0\b|\btesla m(?:4|40|60)\b", "5.2"),
+]
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> list[tuple[re.Pattern, str]]:
+    return [(re.compile(pattern, re.I), cc) for pattern, cc in MODELS]
+
+
+def model_capability(name: str) -> str | None:
+    """The capability of the first model whose pattern the name matches; None for none."""
+    for pattern, cc in _compiled():
+        if pattern.search(name):
+            return cc
+    return None
