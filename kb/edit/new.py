@@ -421,8 +421,11 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         f"published: {today}",
         f"updated: {today}",
         "# Runs anyone can repeat without a Blackwell GPU (CONTRIBUTING.md, \"Adding a reproduction\"):",
-        "# write install and run, then `kb repro --write ID` records what it printed. Last in the file.",
+        "# write install and run, then `kb repro --write ID` records what it printed.",
         "reproductions: []",
+        "# Scans of released wheels that prove a \"no kernel image\" range (CONTRIBUTING.md, \"Adding a scan",
+        "# of released wheels\"): `kb repro --write ID` records what each wheel holds.",
+        "scans: []",
     ]
     return "\n".join(lines) + "\n"
 
