@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT
 from kb.records import verdict
-from kb.triage import evidence, logfacts, request, rules, run
+from kb.triage import evidence, familyanswer, logfacts, request, rules, run
 
 NODE = Path(playwright.__file__).parent / "driver" / "node"
 ASSETS = ROOT / "site_src" / "assets"
@@ -43,7 +43,7 @@ def patterns_data() -> dict:
     """triage/patterns.json as the build writes it for the live entries (the parts the engines read)."""
     rule_list, problems = rules.load_rules(ENTRIES)
     assert problems == []
-    return run.patterns(rule_list, evidence.load_rules(ENTRIES))
+    return run.patterns(rule_list, evidence.load_rules(ENTRIES), familyanswer.load(ENTRIES))
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,10 @@
 A family record says how to tell the mechanism, the command that checks it, the general fix and
 the generic lines it prints (`patterns`, in the signature grammar of kb.records.patterns). Its id
 is its file stem, as for entries. `load_families(folder)` reads and validates every record (the
-same YAML reader and error mapping as entries: `file:line: field: message [code]`), `folder_for`
-says which folder belongs to an entries folder, and `family_rules` compiles the patterns into the
-rules `kb match` and the triage page fall back on when no entry matches (kb.triage.familyanswer).
+same YAML reader and error mapping as entries: `file:line: field: message [code]`);
+kb.records.familyfolder says which folder belongs to an entries folder. kb.triage.familyanswer
+compiles the patterns into the rules `kb match` and the triage page fall back on when no entry
+matches; kb.site.familypages renders a page per family.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kb.records import load, patterns
+from kb.records import load
+from kb.records.catalog import FAMILIES_URL as URL
+from kb.records.familyfolder import HERE, folder_for  # noqa: F401 (the folder of an entries folder's families)
 from kb.records.problems import MISSING, Problem
 from kb.records.rules import code_of_pydantic
 from kb.records.schema import ID_PATTERN, matches_own_text, LiteralText, LongText, SourceUrl, Text, _literal, _pattern
 from kb.records.validate import _clean_loc, _message, _value_at
 
-HERE = Path(__file__).resolve().parents[1] / "families"  # the families this code ships with
-URL = "families/"
-SM12X = ("sm_120", "sm_121")  # the site's listing; each family at families/<id>/
 
 
 class _Record(BaseModel):
@@ -72,14 +72,6 @@ class FamilyRecord:
     @property
     def url(self) -> str:
         return f"{URL}{self.id}/"
-
-
-def folder_for(entries: Path) -> Path:
-    """The families of an entries folder (or file): the `families` folder beside it, else the
-    ones this code ships (a test's or a fork's entries share the project's families)."""
-    base = entries if entries.is_dir() else entries.parent
-    beside = base.parent / "families"
-    return beside if beside.is_dir() and not beside.is_symlink() else HERE
 
 
 def _validate(path: Path, loaded: load.Loaded) -> tuple[Family | None, list[Problem]]:
@@ -144,25 +136,4 @@ def unknown_family(cells, folder: Path) -> list[Problem]:
             out.append(Problem(cell.path, cell.line_of(("family",)), "family",
                                "names no family; use one of " + (", ".join(known) or "(none: the families folder "
                                f"{folder} holds no family)"), "KB092", family))
-    return out
-
-
-def family_rules(records: list[FamilyRecord]):
-    """One kb.triage.rules.SignatureRule per pattern, in id then pattern order; `entry` holds the
-    family id, `url` its page."""
-    from kb.triage.rules import EXACT_WEIGHT, SignatureRule
-
-    out = []
-    for record in sorted(records, key=lambda r: r.id):
-        seen = set()
-        for pattern in record.family.patterns:
-            # Families are about sm_120 and sm_121: a capability number in a pattern stands for
-            # either (kb.records.patterns.widen), never for sm_100 or sm_90.
-            compiled = patterns.compile_signature(pattern.text, pattern.match, SM12X)
-            if compiled.source in seen:  # two literals of one form: one rule, as for entries
-                continue
-            seen.add(compiled.source)
-            out.append(SignatureRule(record.id, pattern.text, "log-line", patterns.search_source(compiled, "log-line"),
-                                     compiled.anchor, EXACT_WEIGHT, record.url, record.family.title,
-                                     compiled.words, True, edges=compiled.edges))
     return out
