@@ -88,3 +88,20 @@ def test_a_log_an_entry_matches_gets_no_family_answer(tmp_path):
     line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
     found = json.loads(_match(tmp_path, f"NVIDIA GeForce RTX 5090\n{line}\n", "--json").stdout)
     assert found and all(hit.get("answer") != "family" and hit["entry"] for hit in found)
+
+
+def test_a_warm_family_answer_comes_from_the_cache_without_the_records_model(tmp_path):
+    """The family answer of a log no entry matches costs a warm `kb match` no import of pydantic or
+    of the family records' model (kb.triage.familyanswer.load, cached like the entries' rules),
+    and gives the same answer as the first run, which compiled the family files."""
+    log = tmp_path / "log.txt"
+    log.write_text(f"Starting ComfyUI on NVIDIA GeForce RTX 5090\n{COMFYUI_7677}\n", encoding="utf-8")
+    code = ("import sys, json; from pathlib import Path; from kb.triage import run; "
+            f"found = run.triage(Path({str(ROOT / 'kb' / 'entries')!r}), open({str(log)!r}, 'rb'), request=False); "
+            "print(json.dumps([[h.as_json() for h in found.families], len(found.hits), 'pydantic' in sys.modules, "
+            "'kb.records.families' in sys.modules]))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+            for _ in range(2)]
+    first, second = (json.loads(done.stdout) for done in runs)
+    assert first[:2] == second[:2] and [h["family"] for h in first[0]] == ["no-code-for-gpu"] and first[1] == 0
+    assert second[2:] == [False, False]

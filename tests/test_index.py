@@ -178,6 +178,7 @@ def test_an_edit_indexes_only_the_shards_of_the_pages_it_changed(tmp_path, capsy
 def test_a_site_without_searched_pages_has_an_index_without_shards(tmp_path, page):
     site = tmp_path / "site"
     (tmp_path / "entries").mkdir()
+    (tmp_path / "families").mkdir()  # no family either (else the shipped ones, whose pages are searched)
     _build(tmp_path / "entries", site)
     assert _shards(site) == []
     with serve(site) as base:

@@ -199,6 +199,40 @@ def test_no_match_without_an_issue_tracker_copies_a_request_titled_with_the_erro
     context.close()
 
 
+def test_a_log_only_a_family_explains_gets_the_family_answer_marked_below_where_entries_go(live_site, browser):
+    """The family answer on the page is `kb match --json`'s (answer: family), shown only when no
+    entry matches, marked as a family answer, linked to the family's page, with its check and fix."""
+    log = "Starting ComfyUI on NVIDIA GeForce RTX 5090\nCUDA error: no kernel image is available for execution on the device\n"
+    expected = _kb_match(log)
+    assert [h["answer"] for h in expected] == ["family"]
+    page = browser.new_page()
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", log)
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results='[]'][data-families]")
+        shown = json.loads(page.get_attribute("#kb-triage", "data-families"))
+        assert shown == expected
+        assert page.inner_text(".kb-triage__status") == ("No known failure matches this log. Its lines fit a family "
+                                                         "of failures, below.")
+        item = page.locator("li.kb-triage__family")
+        assert item.count() == 1
+        text = item.inner_text()
+        assert text.startswith("Family answer: no entry matches")
+        assert expected[0]["title"] in text and expected[0]["check"] in text and expected[0]["fix"] in text
+        href = item.locator("a.kb-triage__link").get_attribute("href")
+        assert href.endswith("/families/no-code-for-gpu/")
+        page.goto(base + href.lstrip("/"))
+        assert page.inner_text("h1") == expected[0]["title"]
+        # The new-failure request still follows: a family is a start, not the entry.
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", log)
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-families]")
+        assert page.locator(".kb-triage__new").is_visible()
+    page.close()
+
+
 def test_triage_page_words_say_failure_not_cell(live_site):
     """The page's own text (the site's navigation and feed title are other pages' business)."""
     page = (live_site / "triage" / "index.html").read_text(encoding="utf-8")

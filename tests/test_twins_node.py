@@ -1,6 +1,6 @@
 """The browser twins, under node, on every shared vector (tests/vectors/*.json): kb-logfacts,
-kb-wrapped, kb-evidence, kb-match, kb-request and kb-verdict.js give what kb/triage/*.py and
-kb/records/verdict.py give, on the tables the build exports (made here in-process, no site build).
+kb-wrapped, kb-evidence, kb-match (its family answer too), kb-request and kb-verdict.js give what
+kb/triage/*.py and kb/records/verdict.py give, on the tables the build exports (made here in-process, no site build).
 
 One node process runs every vector file; node is the one the pinned playwright wheel ships. The
 pages themselves are tested once each in Chromium (tests/test_triage_page.py, tests/test_stack.py),
@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT
 from kb.records import verdict
-from kb.triage import evidence, logfacts, request, rules, run
+from kb.triage import evidence, familyanswer, logfacts, request, rules, run
 
 NODE = Path(playwright.__file__).parent / "driver" / "node"
 ASSETS = ROOT / "site_src" / "assets"
@@ -30,9 +30,11 @@ ENTRIES = ROOT / "kb" / "entries"
 MATCH_KEYS = ("entry", "lines", "signature", "url", "verdict", "why", "generic_only")
 
 
-def _python_match(log: str) -> list[dict]:
-    """`kb match --json` in-process: the same pipeline the command runs (kb.triage.run)."""
-    return [hit.as_json() for hit in run.triage(ENTRIES, io.BytesIO(log.encode("utf-8")), request=False).hits]
+def _python_match(log: str) -> tuple[list[dict], list[dict]]:
+    """`kb match --json` in-process: the same pipeline the command runs (kb.triage.run): the
+    entries' hits, and the family answer (only when no entry matched)."""
+    found = run.triage(ENTRIES, io.BytesIO(log.encode("utf-8")), request=False)
+    return [hit.as_json() for hit in found.hits], [family.as_json() for family in found.families]
 
 
 def script_paths() -> list[str]:
@@ -43,7 +45,7 @@ def patterns_data() -> dict:
     """triage/patterns.json as the build writes it for the live entries (the parts the engines read)."""
     rule_list, problems = rules.load_rules(ENTRIES)
     assert problems == []
-    return run.patterns(rule_list, evidence.load_rules(ENTRIES))
+    return run.patterns(rule_list, evidence.load_rules(ENTRIES), familyanswer.load(ENTRIES))
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +73,12 @@ def test_every_vector_file_agrees(twins):
     for vector, got in zip(VECTORS["logfacts"]["vectors"], node["logfacts"], strict=True):
         pairs.append((f"logfacts {vector['name']}", vector["facts"], got))
         pairs.append((f"logfacts {vector['name']} (Python)", vector["facts"], logfacts.read(vector["log"]).as_json()))
-    for vector, got in zip(VECTORS["match"]["vectors"], node["match"], strict=True):
-        expected = python[vector["name"]]
+    for vector, got, families in zip(VECTORS["match"]["vectors"], node["match"], node["families"], strict=True):
+        expected, expected_families = python[vector["name"]]
+        # The family answer: Python's and node's alike, and the vector's own (none unless it says).
+        pairs.append((f"match {vector['name']} family answer", expected_families, families))
+        pairs.append((f"match {vector['name']} families (the vector's own)", vector.get("families", []),
+                      [f["family"] for f in families]))
         pairs.append((f"match {vector['name']}", [[h[k] for k in MATCH_KEYS] for h in expected],
                       [[h[k] for k in MATCH_KEYS] for h in got]))
         pairs.append((f"match {vector['name']} scores", [round(h["score"], 6) for h in expected],

@@ -22,6 +22,7 @@ NEWEST = 10
 MATRIX_URL = "matrix/"
 FRESHNESS_URL = "freshness/"
 RULES_URL = "rules/"
+FAMILIES_URL = "families/"  # the list of families; each family's page at families/<id>/ (kb.records.families)
 PER_PAGE = 100  # cells on one listing page; a longer listing goes on at <url>2/, <url>3/, ...
 PAGER_AROUND = 2  # the page list names the first and last page and this many either side of the current one
 
@@ -118,9 +119,12 @@ def paginate(base: str, items: list, per_page: int | None = None) -> list[tuple[
 class Site:
     """The cells and every URL derived from them."""
 
-    def __init__(self, cells: list[Cell], locked_ids: list | None = None):
+    def __init__(self, cells: list[Cell], locked_ids: list | None = None, families: list | None = None):
+        """`families`: the family records (kb.records.families.FamilyRecord) the cells may name;
+        each gets a page listing its cells, and each cell's page links to its family's."""
         self.cells = sorted(cells, key=lambda c: c.id)
         self.by_id = {c.id: c for c in self.cells}
+        self.families = {f.id: f for f in sorted(families or [], key=lambda f: f.id)}
         # Each cell's citable id (kb.records.ids): the lock's, else the next number it would get.
         self.citable = ids.assign(locked_ids or [], self.cells)
         self._shown: dict[str, str] = {}
@@ -192,6 +196,19 @@ class Site:
                 found.setdefault((facet, main), (facets.FACETS[facet], self.facet_index[facet][main][0],
                                                  facet_url(facet, main)))
         return list(found.values())
+
+    def family_of(self, cell: Cell):
+        """The family record `cell` names, or None (none named, or not among this site's families)."""
+        return self.families.get(cell.entry.family) if cell.entry.family is not None else None
+
+    def members(self, family: str) -> list[Cell]:
+        """The cells of a family, in citable-id order (publication order), as the Every failure list."""
+        return sorted((c for c in self.cells if c.entry.family == family), key=lambda c: ids.number(self.citable[c.id]))
+
+    def family_shown(self, cell: Cell) -> str:
+        """What a cell's page shows of its family (its id, URL and title), for cache keys."""
+        found = self.family_of(cell)
+        return repr((found.id, found.url, found.family.title)) if found is not None else ""
 
     def newest(self, count: int = NEWEST) -> list[Cell]:
         return sorted(self.cells, key=lambda c: (c.entry.published, c.entry.updated, c.id), reverse=True)[:count]

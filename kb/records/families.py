@@ -3,9 +3,10 @@
 A family record says how to tell the mechanism, the command that checks it, the general fix and
 the generic lines it prints (`patterns`, in the signature grammar of kb.records.patterns). Its id
 is its file stem, as for entries. `load_families(folder)` reads and validates every record (the
-same YAML reader and error mapping as entries: `file:line: field: message [code]`), `folder_for`
-says which folder belongs to an entries folder. kb.triage.familyanswer compiles the patterns into
-the rules `kb match` and the triage page fall back on when no entry matches.
+same YAML reader and error mapping as entries: `file:line: field: message [code]`);
+kb.records.familyfolder says which folder belongs to an entries folder. kb.triage.familyanswer
+compiles the patterns into the rules `kb match` and the triage page fall back on when no entry
+matches; kb.site.familypages renders a page per family.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kb.records import load
+from kb.records.catalog import FAMILIES_URL as URL
+from kb.records.familyfolder import HERE, folder_for  # noqa: F401 (the folder of an entries folder's families)
 from kb.records.problems import MISSING, Problem
 from kb.records.rules import code_of_pydantic
 from kb.records.schema import ID_PATTERN, matches_own_text, LiteralText, LongText, SourceUrl, Text, _literal, _pattern
 from kb.records.validate import _clean_loc, _message, _value_at
 
-HERE = Path(__file__).resolve().parents[1] / "families"  # the families this code ships with
-URL = "families/"
-SM12X = ("sm_120", "sm_121")  # the site's listing; each family at families/<id>/
 
 
 class _Record(BaseModel):
@@ -72,14 +72,6 @@ class FamilyRecord:
     @property
     def url(self) -> str:
         return f"{URL}{self.id}/"
-
-
-def folder_for(entries: Path) -> Path:
-    """The families of an entries folder (or file): the `families` folder beside it, else the
-    ones this code ships (a test's or a fork's entries share the project's families)."""
-    base = entries if entries.is_dir() else entries.parent
-    beside = base.parent / "families"
-    return beside if beside.is_dir() and not beside.is_symlink() else HERE
 
 
 def _validate(path: Path, loaded: load.Loaded) -> tuple[Family | None, list[Problem]]:

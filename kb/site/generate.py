@@ -14,13 +14,13 @@ from pathlib import Path
 
 from kb.cache import code_fingerprint, for_folders, fingerprint
 from kb.doctor import facts  # the JSON Schema of `kb doctor`'s facts is published with the exports
-from kb.records import ids, lint
+from kb.records import families, ids, lint
 from kb.records import redirects as redirects_file
 from kb.records.catalog import Site
 from kb.site import export, search, stack, triage, urls
 from kb.site.page import Page
 from kb.site.pages import Renderer
-from kb.triage import evidence, rules, run
+from kb.triage import evidence, familyanswer, rules, run
 
 
 class GenerateError(RuntimeError):
@@ -64,7 +64,11 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
     if id_problems:
         raise GenerateError("the id lock breaks its rules; run `kb check`:\n"
                             + "\n".join(p.format() for p in id_problems[:50]))
-    site = Site(result.cells, locked_ids)
+    family_records, family_problems = families.load_families(families.folder_for(entries))
+    if family_problems:
+        raise GenerateError(f"{len(family_problems)} problem(s) in the families; run `kb check`:\n"
+                            + "\n".join(p.format() for p in family_problems[:50]))
+    site = Site(result.cells, locked_ids, family_records)
     cache = for_folders("render", [entries])
     renderer = Renderer(site, repo_url, cache)
     per_cell = export.cell_exports(site, site_url, cache)
@@ -73,7 +77,9 @@ def generate(entries: Path, site_url: str | None = None, lock: Path | None = Non
              if p.kind == "cell" else p for p in renderer.all_pages()]
     files = export.files(site, site_url, facts.json_schema(), per_cell)
     files["triage/patterns.json"] = json.dumps(
-        run.patterns(rules.rules(result.cells, cache), evidence.rules(result.cells)) | {"results": triage.results(site)},
+        run.patterns(rules.rules(result.cells, cache), evidence.rules(result.cells),
+                     (familyanswer.answers(family_records), familyanswer.rules(family_records)))
+        | {"results": triage.results(site)},
         separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
     files[stack.DATA] = stack.data(site)
     files.update(_cached(cache, ["literals", *_searched(site)], lambda: search.literal_files(site)))

@@ -1,6 +1,6 @@
 """Stage 5, index: the Pagefind search index of a built site, in shards merged in the browser.
 
-Only the pages people search are indexed: cell and disambiguation pages, whose templates mark
+Only the pages people search are indexed: cell, disambiguation and family pages, whose templates mark
 their text `data-pagefind-body` (a listing must never outrank a cell for its own string). Pagefind
 reads just those pages, linked into a folder of their own (a "farm"), so it does not parse the
 pointer pages and listings at all.
@@ -31,7 +31,7 @@ from kb.site.paths import inside, work_folder
 from kb.site.search import shard_of
 
 SHARD_PAGES = 2000  # pages per Pagefind index, at most about (its memory and time grow faster than linearly)
-INDEXED_KINDS = ("cell", "disambiguation")  # the pages whose templates say data-pagefind-body
+INDEXED_KINDS = ("cell", "disambiguation", "family")  # the pages whose templates say data-pagefind-body
 FOLDER = "pagefind"  # the index folder inside the site
 SHARDS_FILE = "kb-shards.json"  # the index folders of the shards, for kb-search.js
 KEPT_IN_SHARDS = ("pagefind-entry.json", "fragment", "index", "filter")  # and *.pf_meta: what mergeIndex reads

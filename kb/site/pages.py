@@ -22,7 +22,7 @@ from kb.records import cause, facets, ids, prose, state
 from kb.records.cause import first_sentence
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.records.schema import Cell
-from kb.site import charts, freshness, matrix, reproduced
+from kb.site import charts, familypages, freshness, matrix, reproduced
 from kb.site import stack as my_stack
 from kb.site.page import Page
 from kb.site.rulespage import rules_page
@@ -95,7 +95,8 @@ class Renderer:
         return page
 
     def _cell_key(self, cell: Cell) -> list[str]:
-        return ["cell", self.site.shown(cell), *[self.site.shown(self.site.by_id[r.id]) for r in cell.entry.related]]
+        return ["cell", self.site.shown(cell), self.site.family_shown(cell),
+                *[self.site.shown(self.site.by_id[r.id]) for r in cell.entry.related]]
 
     def _string_key(self, text: str) -> list[str]:
         return ["string", text, *[self.site.shown(c) for c in self.site.owners[text]]]
@@ -236,7 +237,7 @@ class Renderer:
         pages += self.indexes()
         pages.append(self.triage())
         pages.append(self.stack())
-        pages += matrix.pages(self) + freshness.pages(self)
+        pages += matrix.pages(self) + freshness.pages(self) + familypages.pages(self)
         pages.append(rules_page(self))
         return pages
 

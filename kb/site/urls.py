@@ -39,7 +39,7 @@ def page_urls(site) -> list[str]:
     sorted: what the renderer makes, known without rendering."""
     from kb.records import ids
     from kb.records.catalog import RULES_URL, facet_url, paged_urls, string_url
-    from kb.site import freshness, matrix
+    from kb.site import familypages, freshness, matrix
 
     urls = {string_url(text) for text in site.owners}
     urls.update({"by/", "triage/", "stack/"})
@@ -51,6 +51,7 @@ def page_urls(site) -> list[str]:
     urls.update(matrix.urls(site.cells))
     urls.update(freshness.urls(site.cells))
     urls.add(RULES_URL)
+    urls.update(familypages.urls(site))
     urls.update(ids.url(citable) for citable in site.citable.values())
     return sorted(urls)
 
@@ -140,8 +141,12 @@ def site_problems(cells, lock: Path | None, redirects_file: Path | None, site_sr
     from kb.records.catalog import Site
     from kb.site import export
 
+    from kb.records import families
+
     locked_ids, _ = ids.read(id_lock)
-    site = Site(cells, locked_ids)
+    # The families the cells name (their own problems are the check's to report): their pages are published too.
+    found_families = families.load_families(families.folder_for(cells[0].path))[0] if cells else []
+    site = Site(cells, locked_ids, found_families)
     pages = page_urls(site)
     exports = export.paths(site)
     problems = segment_problems(site, pages + exports)

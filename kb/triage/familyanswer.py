@@ -5,20 +5,36 @@ It is a fallback and ranks below every entry: a log an entry matches gets the en
 names its family) and no family answer, so its answer is unchanged. Lines are tested one by one
 (kb.triage.match.Matcher.match_line: anchor, words, pattern on the normalised line), as the
 triage page's twin (kbMatch.families in kb-match.js) does; a family's lines are its generic
-ones, printed whole on one line.
+ones, printed whole on one line. `rules` compiles the families' patterns and `answers` takes what
+the answer shows of each; `load` keeps both in the cache (kb.cache), keyed on the code and the
+family files, so a log no entry matches costs no import of the records' model (pydantic);
+`export` hands both to the triage page (triage/patterns.json, through kb.triage.run.patterns).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from kb.records import patterns
 from kb.triage.match import MAX_LINE
-from kb.triage.rules import EXACT_WEIGHT, SignatureRule
 
 SHOWN_LINES = 5
+# Families are about sm_120 and sm_121: a capability number in a pattern stands for either
+# (kb.records.patterns.widen), never for sm_100 or sm_90.
+SM12X = ("sm_120", "sm_121")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the family answer shows of one family, taken from its record."""
+
+    family: str
+    title: str
+    url: str
+    how_to_tell: str
+    check: str
+    fix: str
 
 
 @dataclass
@@ -38,34 +54,73 @@ class FamilyHit:
                 "lines": self.lines[:SHOWN_LINES], "signature": self.signature, "check": self.check, "fix": self.fix}
 
 
-def load(entries: Path):
-    """The families of an entries folder and their rules ([] when a record has a problem: `kb
-    check` reports it)."""
+def answers(records) -> dict[str, Answer]:
+    """Family id -> what its answer shows, for kb.records.families.FamilyRecord `records`."""
+    return {r.id: Answer(r.id, r.family.title, r.url, r.family.how_to_tell, r.family.checks[0].command, r.family.fix)
+            for r in sorted(records, key=lambda r: r.id)}
+
+
+def rules(records) -> list:
+    """One kb.triage.rules.SignatureRule per pattern, in id then pattern order; `entry` holds the
+    family id, `url` its page."""
+    from kb.records import patterns
+    from kb.triage.rules import EXACT_WEIGHT, SignatureRule
+
+    out = []
+    for record in sorted(records, key=lambda r: r.id):
+        seen = set()
+        for pattern in record.family.patterns:
+            compiled = patterns.compile_signature(pattern.text, pattern.match, SM12X)
+            if compiled.source in seen:  # two literals of one form: one rule, as for entries
+                continue
+            seen.add(compiled.source)
+            out.append(SignatureRule(record.id, pattern.text, "log-line", patterns.search_source(compiled, "log-line"),
+                                     compiled.anchor, EXACT_WEIGHT, record.url, record.family.title,
+                                     compiled.words, True, edges=compiled.edges))
+    return out
+
+
+def load(entries: Path) -> tuple[dict[str, Answer], list]:
+    """The answers and rules of the families of an entries folder (({}, []) when a record has a
+    problem: `kb check` reports it). From the cache when the family files and the code are as
+    they were when they were last compiled (kb.cache.rules_cache, on the families folder)."""
+    from kb.cache import rules_cache
+    from kb.records.familyfolder import folder_for
+
+    folder = folder_for(entries)
+    cache, key = rules_cache("families", folder)
+    if cache is not None and key is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
     from kb.records import families
 
-    records, problems = families.load_families(families.folder_for(entries))
+    records, problems = families.load_families(folder)
     if problems:
-        return [], []
-    return records, family_rules(records)
+        return {}, []
+    made = (answers(records), rules(records))
+    if cache is not None and key is not None:
+        cache.put(key, made)
+        cache.save()
+    return made
 
 
-def answer(records, rules, lines) -> list[FamilyHit]:
+def answer(found: dict[str, Answer], rule_list: list, lines) -> list[FamilyHit]:
     """The families whose patterns `lines` (an iterable of decoded lines) show, in the order of
-    their first line, then id; each with the lines that show it."""
+    their first line, then id; each with the lines that show it and, as its signature, the first
+    of its rules (in `rule_list` order) that its first line satisfies."""
     from kb.triage.match import Matcher
 
-    if not rules:
+    if not rule_list:
         return []
-    matcher = Matcher(rules)
-    by_id = {r.id: r for r in records}
+    matcher = Matcher(rule_list)
+    order = {rule: n for n, rule in enumerate(rule_list)}
     hits: dict[str, FamilyHit] = {}
     for number, line in enumerate(lines, 1):
-        for rule in matcher.match_line(line):
-            family = by_id[rule.entry].family
+        for rule in sorted(matcher.match_line(line), key=order.__getitem__):
             hit = hits.get(rule.entry)
             if hit is None:
-                hit = hits[rule.entry] = FamilyHit(rule.entry, family.title, rule.url, family.how_to_tell,
-                                                   family.checks[0].command, family.fix, signature=rule.signature)
+                hit = hits[rule.entry] = FamilyHit(**asdict(found[rule.entry]), signature=rule.signature)
             if number not in hit.texts:
                 hit.lines.append(number)
                 hit.texts[number] = line
@@ -74,8 +129,17 @@ def answer(records, rules, lines) -> list[FamilyHit]:
 
 def from_stream(entries: Path, log: BinaryIO) -> list[FamilyHit]:
     """The family answer for the log in `log` (read from its start)."""
-    records, rules = load(entries)
-    return answer(records, rules, _lines(log)) if rules else []
+    found, rule_list = load(entries)
+    return answer(found, rule_list, _lines(log)) if rule_list else []
+
+
+def export(found: dict[str, Answer], rule_list: list) -> dict:
+    """What the triage page needs for the family answer: the rules (as kb.triage.rules.export
+    writes the entries'), and by family id what its answer shows."""
+    from kb.triage.rules import rule_json
+
+    return {"rules": [rule_json(r) for r in rule_list],
+            "answers": {k: {n: v for n, v in asdict(a).items() if n != "family"} for k, a in sorted(found.items())}}
 
 
 def _lines(log: BinaryIO):
@@ -86,24 +150,3 @@ def _lines(log: BinaryIO):
         while not raw.endswith(b"\n") and (raw := log.readline(MAX_LINE)):
             pass
         yield head.decode("utf-8", errors="replace").rstrip("\r\n")
-
-
-def family_rules(records: list):
-    """One kb.triage.rules.SignatureRule per pattern, in id then pattern order; `entry` holds the
-    family id, `url` its page."""
-    from kb.records.families import SM12X  # pydantic: loaded only when no entry matched
-
-    out = []
-    for record in sorted(records, key=lambda r: r.id):
-        seen = set()
-        for pattern in record.family.patterns:
-            # Families are about sm_120 and sm_121: a capability number in a pattern stands for
-            # either (kb.records.patterns.widen), never for sm_100 or sm_90.
-            compiled = patterns.compile_signature(pattern.text, pattern.match, SM12X)
-            if compiled.source in seen:  # two literals of one form: one rule, as for entries
-                continue
-            seen.add(compiled.source)
-            out.append(SignatureRule(record.id, pattern.text, "log-line", patterns.search_source(compiled, "log-line"),
-                                     compiled.anchor, EXACT_WEIGHT, record.url, record.family.title,
-                                     compiled.words, True, edges=compiled.edges))
-    return out

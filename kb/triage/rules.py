@@ -138,6 +138,14 @@ def _options(rule: SignatureRule) -> tuple[str, ...]:
     return (rule.anchor, *rest[:OPTIONS - 1])
 
 
+def rule_json(r: SignatureRule) -> dict:
+    """One rule as the triage page reads it (kb-match.js)."""
+    return {"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
+            "anchor": r.anchor, "words": list(r.words), "options": list(_options(r)) if r.anchor else [],
+            "edges": list(r.edges), "own": list(r.own),
+            "weight": r.weight, "url": r.url, "title": r.title, "generic": r.generic}
+
+
 def export(rule_list: list[SignatureRule]) -> dict:
     """Everything the triage page needs to match exactly as `kb match` does."""
     from kb.triage import match  # the scanner's sizes; it imports the rules, so not at the top
@@ -150,11 +158,7 @@ def export(rule_list: list[SignatureRule]) -> dict:
         "normalise": normalise.export(),
         "wrapped": wrapped.export(),
         "logfacts": logfacts.export(),
-        "rules": [{"entry": r.entry, "signature": r.signature, "kind": r.kind, "source": r.source,
-                   "anchor": r.anchor, "words": list(r.words), "options": list(_options(r)) if r.anchor else [],
-                   "edges": list(r.edges), "own": list(r.own),
-                   "weight": r.weight, "url": r.url, "title": r.title, "generic": r.generic}
-                  for r in rule_list],
+        "rules": [rule_json(r) for r in rule_list],
         "cells": dict(sorted(scopes(rule_list).items())),
         "verdicts": verdict.MATCH_TITLES,
         "verdict": verdict.export(),

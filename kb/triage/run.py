@@ -48,12 +48,14 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     return Triage(hits=hits, request=new, citable=citable(entries, hits), families=families)
 
 
-def patterns(signature_rules: list, evidence_rules: list) -> dict:
+def patterns(signature_rules: list, evidence_rules: list, families: tuple[dict, list]) -> dict:
     """What the triage page needs to match as `triage` does (triage/patterns.json, less the build's
-    per-entry words): the signature rules, the new-failure request's rules and the evidence rules."""
+    per-entry words): the signature rules, the new-failure request's rules, the evidence rules and
+    the family answer's rules and words (`families`: kb.triage.familyanswer.load's)."""
     from kb.triage import request, rules
 
-    return rules.export(signature_rules) | {"request": request.export(), "evidence": evidence.export(evidence_rules)}
+    return rules.export(signature_rules) | {"request": request.export(), "evidence": evidence.export(evidence_rules),
+                                            "families": familyanswer.export(*families)}
 
 
 def citable(entries: Path, hits) -> dict[str, str]:

@@ -7,16 +7,25 @@
 (function () {
   "use strict";
 
-  // The engine `match` runs, from triage/patterns.json as the build writes it.
-  function compile(data) {
+  // Rules by their anchor word, each with its place in the list (`key`) and its compiled pattern.
+  function byAnchorOf(list) {
     var byAnchor = {};
-    data.rules.forEach(function (rule, key) {
+    list.forEach(function (rule, key) {
       rule.key = key;
       rule.regex = new RegExp(rule.source);
       (byAnchor[rule.anchor] = byAnchor[rule.anchor] || []).push(rule);
     });
+    return byAnchor;
+  }
+
+  // The engine `match` runs, from triage/patterns.json as the build writes it.
+  function compile(data) {
+    var byAnchor = byAnchorOf(data.rules);
+    var familyRules = byAnchorOf(data.families.rules);
     var rules = kbNormalise.compile(data.normalise);
     return { byAnchor: byAnchor, anchors: Object.keys(byAnchor).sort(), window: data.window,
+             families: { byAnchor: familyRules, anchors: Object.keys(familyRules).sort(),
+                         answers: data.families.answers },
              wrap: kbWrapped.compile(data.wrapped), evidence: kbEvidence.compile(data.evidence), cells: data.cells,
              logfacts: data.logfacts, factsBytes: data.facts_bytes, verdict: data.verdict,
              // A line normalised as the search box does it (kb-normalise.js, normalise.normalise).
@@ -39,9 +48,10 @@
 
   // A match that goes through the log's lines a slice at a time: `step(n)` reads up to n more lines,
   // so the page can yield between slices (a big paste leaves the tab responsive, and can be
-  // stopped); `result()` then gives the hits, best first, with their verdicts.
+  // stopped); `result()` then gives the hits, best first, with their verdicts, and `families()` the
+  // family answer of the same lines.
   function start(e, text) {
-    var hits = {};
+    var hits = {}, familyHits = {};
     var lines = text.split("\n");
     var all = lines.map(function (raw) { return raw.replace(/\r$/, ""); });
     var wrapped = kbWrapped.finder(e, all);
@@ -56,6 +66,7 @@
       });
       var confirmed = matchLine(e, line, lower, candidates);
       confirmed.forEach(function (rule) { record(hits, rule, [i + 1], all); });
+      familyLine(e, familyHits, line, i);
       // A rule the line holds a search word of but not all its words may be wrapped over lines;
       // at most e.wrap.rules of them per line (kb.triage.wrapped.RULES).
       var ascii = kbWrapped.asciiLower(line), looked = 0;
@@ -78,7 +89,9 @@
       result: function () {
         Object.keys(hits).forEach(function (k) { hits[k].lines.sort(function (a, b) { return a - b; }); });
         return finish(e, text, lines, hits);
-      }
+      },
+      // The family answer of the lines read so far (the page shows it only when no entry matched).
+      families: function () { return familiesOf(familyHits); }
     };
   }
 
@@ -149,6 +162,37 @@
     if (encoded.length <= bytes) return text;
     var cut = encoded.lastIndexOf(10, bytes - 1);
     return new TextDecoder().decode(encoded.subarray(0, cut < 0 ? 0 : cut + 1));
+  }
+
+  // The family answer (kb/triage/familyanswer.py), for a log no entry matches: the families whose
+  // generic lines the log shows, each line tested whole (anchor, words, pattern: matchLine), in the
+  // order of their first line, then id; a family's signature is the first of its rules, in the
+  // exported order, that its first line satisfies. The page shows it below any entry, marked.
+  // `familyLine` adds what line `i` (0-based) shows to `hits`; `start` calls it on each line as it
+  // goes (a big paste stays responsive) and its `families()` gives the answer.
+  function familyLine(e, hits, raw, i) {
+    var f = e.families, line = raw.replace(/\r+$/, ""), lower = line.toLowerCase(), anchored = [];
+    f.anchors.forEach(function (a) { if (lower.indexOf(a) >= 0) anchored = anchored.concat(f.byAnchor[a]); });
+    if (!anchored.length) return;
+    var candidates = anchored.filter(function (rule) {
+      return rule.words.every(function (w) { return lower.indexOf(w) >= 0; });
+    });
+    matchLine(e, line, lower, candidates).sort(function (a, b) { return a.key - b.key; }).forEach(function (rule) {
+      var hit = hits[rule.entry];
+      if (!hit) {
+        var about = f.answers[rule.entry];
+        hit = hits[rule.entry] = { answer: "family", entry: null, family: rule.entry, title: about.title,
+                                   url: about.url, how_to_tell: about.how_to_tell, check: about.check,
+                                   fix: about.fix, lines: [], texts: {}, signature: rule.signature };
+      }
+      if (!((i + 1) in hit.texts)) { hit.lines.push(i + 1); hit.texts[i + 1] = line; }
+    });
+  }
+
+  function familiesOf(hits) {
+    return Object.keys(hits).map(function (k) { return hits[k]; }).sort(function (a, b) {
+      return a.lines[0] - b.lines[0] || (a.family < b.family ? -1 : a.family > b.family ? 1 : 0);
+    });
   }
 
   window.kbMatch = { compile: compile, start: start, match: match };

@@ -1,7 +1,8 @@
 // The triage page (templates/pages/triage.html): a pasted, dropped or sample log matched by kbMatch
 // (kb-match.js, with kb-wrapped, kb-evidence, kb-logfacts and kb-verdict.js, each the twin of its
 // module in kb/triage/ or kb/records/verdict.py), the results shown best first with the words the
-// build wrote for each cell, and, when nothing matches, kbRequest's new-failure request.
+// build wrote for each cell, and, when nothing matches, the family answer (kbMatch.families, marked,
+// below where an entry would be) and kbRequest's new-failure request.
 (function () {
   "use strict";
 
@@ -90,6 +91,12 @@
     }
     // The log's lines that matched: open under a single result, folded where there are more so
     // that every result's first lines stay together on the first screen.
+    li.appendChild(matchedLines(hit, only));
+    return li;
+  }
+
+  // The log's lines that showed a result, folded under a single summary (open under a single result).
+  function matchedLines(hit, only) {
     var lines = element("details", "kb-triage__lines");
     lines.open = only;
     var shown = hit.lines.slice(0, 5);
@@ -101,16 +108,42 @@
       p.appendChild(element("mark", "", hit.texts[n]));
       lines.appendChild(p);
     });
-    li.appendChild(lines);
+    return lines;
+  }
+
+  // A family answer (kbMatch.families, for a log no entry matches): marked as such, with how to
+  // tell, the check and the general fix from the family's record, and a link to its page.
+  function familyResult(hit, only) {
+    var site = new URL("..", patternsUrl);
+    var li = element("li", "kb-triage__hit kb-triage__family");
+    li.appendChild(element("p", "kb-triage__family-label", "Family answer: no entry matches, but the log shows a " +
+      "line this family of failures prints."));
+    var title = element("h3", "kb-triage__title");
+    var a = element("a", "kb-triage__link", hit.title);
+    a.href = new URL(hit.url, site).pathname;
+    title.appendChild(a);
+    li.appendChild(title);
+    [["How to tell: ", hit.how_to_tell, "span"], ["Check: ", hit.check, "code"], ["Fix: ", hit.fix, "span"]]
+      .forEach(function (part) {
+        var p = element("p", "kb-triage__do");
+        p.appendChild(element("strong", "", part[0]));
+        p.appendChild(element(part[2], "", part[1]));
+        li.appendChild(p);
+      });
+    li.appendChild(matchedLines(hit, only));
     return li;
   }
 
-  function render(text, hits) {
+  function render(text, hits, found) {
     list.textContent = "";
     hits.forEach(function (hit) { list.appendChild(result(hit, hits.length === 1)); });
+    // A family's answer ranks below any entry: it is shown only when no entry matched.
+    var families = hits.length ? [] : found;
+    families.forEach(function (hit) { list.appendChild(familyResult(hit, families.length === 1)); });
     status.textContent = hits.length ? hits.length + " known failure" + (hits.length === 1 ? "" : "s") +
       " match" + (hits.length === 1 ? "es" : "") + " this log, best first."
-      : "No known failure matches this log.";
+      : "No known failure matches this log." + (families.length ? " Its lines fit " + (families.length === 1 ?
+        "a family of failures" : families.length + " families of failures") + ", below." : "");
     fresh.hidden = hits.length > 0;
     var request = hits.length ? { title: "", text: "" } : kbRequest.newCell(engineNow.request, text);
     issue.value = request.text;
@@ -120,6 +153,10 @@
     form.setAttribute("data-results", JSON.stringify(hits.map(function (h) {
       return { entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url,
                verdict: h.verdict, why: h.why, generic_only: !h.specific };
+    })));
+    form.setAttribute("data-families", JSON.stringify(families.map(function (h) {
+      return { answer: h.answer, entry: h.entry, family: h.family, title: h.title, url: h.url,
+               lines: h.lines.slice(0, 5), signature: h.signature, check: h.check, fix: h.fix };
     })));
     // The answer is below the box the reader just used: take them there.
     heading.hidden = false;
@@ -138,6 +175,7 @@
     if (running) running.stopped = true;
     var job = running = { stopped: false };
     form.removeAttribute("data-results");
+    form.removeAttribute("data-families");
     status.textContent = "Matching\u2026";
     load().then(function (e) {
       if (job.stopped) return;
@@ -156,7 +194,7 @@
         }
         progress.hidden = true;
         running = null;
-        render(text, match.result());
+        render(text, match.result(), match.families());
       })();
     }).catch(function (error) {
       progress.hidden = true;

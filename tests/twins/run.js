@@ -22,6 +22,14 @@ const out = {
   match: vectors.match.vectors.map((v) => kbMatch.match(engine, joined(v)).map((h) => ({
     entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url,
     verdict: h.verdict, why: h.why, generic_only: !h.specific }))),
+  // The family answer, as the triage page takes it (kb-triage.js): only when no entry matched.
+  families: vectors.match.vectors.map((v) => {
+    const run = kbMatch.start(engine, joined(v));
+    run.step(run.total);
+    return run.result().length ? [] : run.families();
+  }).map((found) => found.map((h) => ({
+      answer: h.answer, entry: h.entry, family: h.family, title: h.title, url: h.url, lines: h.lines.slice(0, 5),
+      signature: h.signature, check: h.check, fix: h.fix }))),
   request: vectors.request.vectors.map((v) => {
     const made = kbRequest.newCell(request, joined(v));
     const fields = Object.fromEntries(new URL(kbRequest.issueUrl(base, made.title, made.text)).searchParams);
