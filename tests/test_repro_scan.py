@@ -117,6 +117,7 @@ SCAN = """scans:
 def _problems(tmp_path, component: str, scan_text: str = SCAN, build: str = "", others: tuple = ()) -> list[str]:
     text = GOOD.read_text(encoding="utf-8")
     text = re.sub(r"^components:\n(?:  .*\n)+", f"components:\n  - {component}\n", text, flags=re.M)
+    text = text.replace("scans: []\n", "")  # the canonical record's empty block, replaced by this one
     text += scan_text.replace("          BUILD\n", f"          build: '{build}'\n" if build else "")
     path = tmp_path / GOOD.name
     path.write_text(text, encoding="utf-8")
