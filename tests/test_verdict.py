@@ -79,7 +79,9 @@ def test_kb_match_names_the_line_that_rules_a_cell_out():
     assert hits[0]["why"].startswith("line 1 shows sm_70; the entry covers sm_120")
     assert hits[0]["generic_only"] is True
     text = _kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--site-url", "https://kb.example/")
-    assert "] ruled-out, score " in text.splitlines()[0]
+    # The log's GPU is outside the index: said first (verdict.out_of_scope), then the ruled-out hits.
+    assert text.splitlines()[:2] == ["note: this index covers sm_120/sm_121; your GPU is sm_70", ""]
+    assert "] ruled-out, score " in text.splitlines()[2]
     assert f"   https://kb.example/{hits[0]['url']}" in text
     assert "   Text matches, ruled out: line 1 shows sm_70; the entry covers sm_120" in text
 
