@@ -71,7 +71,7 @@ RULES: list[tuple[str, str, str, str]] = [
     # The same line's second value, torch.version.cuda (what collect_env calls "CUDA used to build
     # PyTorch"), where a True or False (torch.cuda.is_available()) follows it.
     ("torch print cuda", "cuda-runtime",
-     r"^ *[1-9][0-9]*\.[0-9]+\.[0-9]+[a-z0-9.]*\+cu[0-9]{2,3} +([0-9]{1,2}\.[0-9]) +(?:true|false) *$",
+     r"^ *[1-9][0-9]*\.[0-9]+\.[0-9]+(?:\.?(?:a|b|rc|dev)[0-9]+)*\+cu[0-9]{2,3} +([0-9]{1,2}\.[0-9]) +(?:true|false) *$",
      "2.7.0+cu128 12.8 True"),
     ("traceback frame", "frame", r"(?:site|dist)-packages[/\\]([a-z0-9_]+)[/\\]",
      'File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 83, in __init__'),
