@@ -221,6 +221,8 @@ def _match(args) -> int:
         out += [family.as_json() | {"url": base + family.url} for family in found.families]
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
+        if found.scope:
+            print(f"note: {found.scope}")
         print("no known failure matches this log")
         for family in found.families:
             print(f"\nFamily answer (no entry matches; the log shows a line this family of failures prints): "
@@ -240,6 +242,8 @@ def _match(args) -> int:
         for line in found.request.text.splitlines():
             print(visible(line))
     else:
+        if found.scope:
+            print(f"note: {found.scope}\n")
         for rank, hit in enumerate(hits, 1):
             # The log is anyone's text: its lines are shown with controls escaped (an ESC or a CR
             # in a log line would otherwise act on the terminal) and cut to 200 characters.
@@ -251,6 +255,8 @@ def _match(args) -> int:
                 print(f"   line {number}: {visible(hit.texts[number], 200)}")
             if len(hit.lines) > 5:
                 print(f"   ... and {len(hit.lines) - 5} more line(s)")
+        if found.pip_hint:
+            print(f"\nhint: {found.pip_hint}.")
     return 0 if hits else 1
 
 

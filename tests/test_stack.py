@@ -15,7 +15,7 @@ from packaging.specifiers import SpecifierSet
 
 from browser import serve
 from conftest import ROOT, checked_site
-from kb.records import verdict
+from kb.records import gpus, verdict
 from kb.site import stack
 from kb.triage import logfacts
 
@@ -196,6 +196,8 @@ def test_nothing_valid_in_the_address_gives_a_message_not_a_crash(live_site, pag
     seen = _watch(page)
     with serve(live_site) as base:
         page.goto(base + "stack/?gpu=nope&gpu=again&vllm=" + "9" * 500)
+        # "nope" is read against the GPU table once stack.json is in: the status is final after that.
+        page.wait_for_function("document.querySelector('.kb-stack__status').textContent.indexOf('Deciding') < 0")
         status = page.locator(".kb-stack__status").inner_text()
         problems = page.locator(".kb-stack__problems li").all_inner_texts()
         assert page.get_attribute("#kb-stack", "data-results") is None
@@ -261,3 +263,64 @@ def test_the_page_asks_for_nothing_but_the_sites_own_files(live_site, page):
         _results(page)
     assert asked and all(url.startswith(base) for url in asked), [u for u in asked if not u.startswith(base)]
     assert [u for u in asked if u.endswith(".json")] == [base + "stack/stack.json"]
+
+
+def test_a_release_tag_is_a_version_and_a_nightly_is_explained(live_site, page):
+    """ux-review-2026-12-05 S2-9: `v0.28.0` (a GitHub release tag) is read as 0.28.0, as packaging
+    reads it; `main` is refused with what to enter for a nightly or a build from main. A shared
+    link opens with its results at the top of the viewport, below the sticky header."""
+    seen = _watch(page)
+    page.set_viewport_size({"width": 1366, "height": 800})
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode({"gpu": "rtx-5090", "vllm": "v0.28.0"}))
+        tagged = _results(page)
+        problems = page.locator(".kb-stack__problems li").all_inner_texts()
+        top = page.evaluate("document.querySelector('.kb-stack__status').getBoundingClientRect().top")
+        header = page.evaluate("document.querySelector('.md-header').getBoundingClientRect().bottom")
+        page.goto(base + "stack/?" + urlencode({"gpu": "rtx-5090", "vllm": "main"}))
+        _results(page)
+        refused = page.locator(".kb-stack__problems li").all_inner_texts()
+    assert problems == []
+    assert header <= top < header + 100, (header, top)
+    assert tagged == expected("rtx-5090", {"vllm": "v0.28.0"})
+    assert [h["verdict"] for h in tagged] == [h["verdict"] for h in expected("rtx-5090", {"vllm": "0.28.0"})]
+    assert len(refused) == 1 and "“main”" in refused[0] and "nightly" in refused[0] \
+        and "development version" in refused[0] and "last release" in refused[0], refused
+    assert seen == []
+
+
+@pytest.mark.parametrize("gpu, said", [("rtx-4090", "RTX 4090 (sm_89)"), ("h100", "H100 (sm_90)"),
+                                       ("b200", "B200 (sm_100)"), ("rtx-4080", "RTX 4080 (sm_89)")])
+def test_a_gpu_the_index_does_not_cover_is_named_so(live_site, page, gpu, said):
+    """ux-review-2026-12-05 S2-9: an RTX 4090 (in the menu's other GPUs) or an RTX 4080 (only in the
+    address, read against the GPU table) is told the index covers sm_120/sm_121, and every
+    failure is ruled out, folded; the shared link opens on the results."""
+    seen = _watch(page)
+    page.set_viewport_size({"width": 1366, "height": 800})
+    with serve(live_site) as base:
+        page.goto(base + "stack/?gpu=" + gpu)
+        got = _results(page)
+        problems = page.locator(".kb-stack__problems li").all_inner_texts()
+        folded = page.evaluate("[...document.querySelectorAll('details.kb-stack__group--ruled-out')].map(d => d.open)")
+    assert problems[0] == f"This index covers sm_120/sm_121; your GPU is {said}.", problems
+    assert {h["verdict"] for h in got} == {"ruled-out"} and len(got) == len(SITE.cells)
+    assert folded == [False]
+    assert seen == []
+
+
+def test_every_entry_is_within_the_scope_the_pages_name():
+    """gpus.SCOPE is what the out-of-scope sentence says the index covers: every record agrees."""
+    assert {a for cell in SITE.cells for a in cell.entry.hardware.architectures} <= set(gpus.SCOPE)
+
+
+def test_one_cuda_field_gives_the_runtime_and_the_toolkit(live_site, page):
+    """ux-review-2026-12-05 S2-9: one "CUDA" field; its version is read for the records' `cuda` and
+    `cuda-toolkit` ranges alike."""
+    fields = [p for p, _, _ in stack.packages(SITE)]
+    assert "cuda" in fields and "cuda-toolkit" not in fields
+    with serve(live_site) as base:
+        page.goto(base + "stack/?" + urlencode({"gpu": "gb10", "cuda": "12.8"}))
+        got = _results(page)
+        labels = page.locator(".kb-stack__versions label").all_inner_texts()
+    assert got == expected("gb10", {"cuda": "12.8", "cuda-toolkit": "12.8"})
+    assert [label for label in labels if "CUDA" in label] == ["CUDA"]

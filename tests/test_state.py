@@ -151,6 +151,47 @@ def test_every_page_badge_agrees_with_its_do_now_or_says_why(live_site):
     assert wrong == []
 
 
+# What Chromium shows of an entry page: the lede's badge, every badge, whether a reason stands
+# right below the lede, the Do-now row's label (its first child, as READY reads it), and whether
+# the badge and the row are drawn at all (a row hidden by CSS tells the reader nothing).
+SHOWN = """() => {
+  const lede = document.querySelector('p.kb-lede');
+  const status = (node) => node ? [...node.classList].find(c => c.startsWith('kb-status--')).slice(11) : null;
+  const badge = lede && lede.querySelector('.kb-status');
+  const row = document.querySelector('dd.kb-card__fix');
+  const first = row && row.firstChild;
+  const ready = first && first.nodeType === 1 && first.matches('.kb-card__ready') ? first : null;
+  const drawn = (node) => !!node && node.getClientRects().length > 0 && getComputedStyle(node).visibility !== 'hidden';
+  const next = lede && lede.nextElementSibling;
+  return {badge: status(badge), badges: [...new Set([...document.querySelectorAll('.kb-status')].map(status))].sort(),
+          reason: !!(next && next.matches('p.kb-status-reason') && next.textContent.trim()),
+          label: ready ? ready.textContent.replace(/:$/, '') : null, drawn: drawn(badge) && drawn(row)};
+}"""
+
+
+@pytest.mark.browser
+def test_every_page_badge_agrees_with_its_do_now_in_chromium(live_site, page):
+    """Issue 33's done-when: no page's badge contradicts its Do-now, checked over every entry page
+    as Chromium draws it (one browser session; the HTML check above reads the same pages as text)."""
+    from browser import serve
+
+    pages = sorted(p.parent.name for p in (live_site / "e").glob("*/index.html")
+                   if 'class="kb-card__fix"' in p.read_text("utf-8"))
+    assert len(pages) >= len(checked_site(ROOT / "kb" / "entries").cells)
+    wrong = []
+    with serve(live_site) as base:
+        for name in pages:
+            page.goto(f"{base}e/{name}/", wait_until="domcontentloaded")
+            shown = page.evaluate(SHOWN)
+            if shown["badges"] != [shown["badge"]]:
+                wrong.append(f"{name}: badges {shown['badges']} on one page, {shown['badge']!r} in the lede")
+            elif shown["label"] not in AGREE[shown["badge"]] and not shown["reason"]:
+                wrong.append(f"{name}: badge {shown['badge']!r} above Do-now {shown['label']!r} and no reason below it")
+            if not shown["drawn"]:
+                wrong.append(f"{name}: the badge or the Do-now row is not drawn")
+    assert wrong == []
+
+
 def test_the_exports_and_scripts_carry_the_same_state(live_site):
     cells = checked_site(ROOT / "kb" / "entries")
     triage = json.loads((live_site / "triage" / "patterns.json").read_text(encoding="utf-8"))["results"]

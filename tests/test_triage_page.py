@@ -37,6 +37,7 @@ ONE = ["046-flashinfer-cudnn-fp8-err-715-gb10.log", "039-sglang-fused-moe-smem-1
        "043-cute-dsl-tcgen05-operror-gb10.log"]
 REQUESTS = {v["name"]: v for v in json.loads((ROOT / "tests" / "vectors" / "request.json").read_text(encoding="utf-8"))["vectors"]}
 TP2 = REQUESTS["the review's TP=2 log (UX review S2-9, test 2): the exception line, not the P2P warning"]
+NCCL = next(v for name, v in REQUESTS.items() if name.startswith("the review's NCCL log (UX review 2026-12-05 S2-10)"))
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +261,58 @@ def test_results_and_request_are_readable_in_both_colour_schemes(live_site, brow
             low += page.evaluate(CONTRAST)
     context.close()
     assert low == []
+
+
+def test_a_log_from_a_gpu_the_index_does_not_cover_says_so_and_keeps_its_file_names(live_site, page):
+    """ux-review-2026-12-05 S2-10: the H100 log is told the index covers sm_120/sm_121 (what `kb
+    match` notes too); the request keeps the frame's file path as {path}, never {secret}, lists
+    the harmless WARNING last, and carries nccl== and the GPU into its environment."""
+    made = request.new_failure(NCCL["log"])
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", "\n".join(NCCL["log"]))
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results]")
+        scope = page.inner_text(".kb-triage__scope")
+        text = page.input_value("#kb-triage-issue")
+        hint_hidden = page.locator(".kb-triage__hint").is_hidden()
+    assert scope == "This index covers sm_120/sm_121; your GPU is NVIDIA H100 80GB HBM3 (sm_90)."
+    assert text == made.text
+    lines = text.split("```text\n", 1)[1].split("\n```", 1)[0].split("\n")
+    assert not [line for line in lines if "{secret}" in line] and lines[0] == "Traceback (most recent call last):"
+    assert lines[-1].startswith("Custom allreduce is disabled")
+    assert "- nccl: 2.27.7" in text and "- GPU: NVIDIA H100" in text
+    assert hint_hidden
+    assert verdict.out_of_scope(json.loads(_kb_match_facts("\n".join(NCCL["log"])))) == scope[0].lower() + scope[1:-1]
+
+
+def _kb_match_facts(log: str) -> str:
+    """The GPUs `kb match` reads in a log (its facts reader, kb.triage.match.read_facts), as JSON."""
+    import io
+
+    from kb.triage import match
+
+    return json.dumps(match.read_facts(io.BytesIO(log.encode("utf-8")))["gpus"])
+
+
+def test_a_version_that_would_decide_asks_for_pip_list(live_site, page):
+    """ux-review-2026-12-05 S2-10: the versions `print(torch.__version__, torch.version.cuda,
+    torch.cuda.is_available())` prints are read (torch decides its entry); where a version the log
+    lacks would decide a match (vLLM's here), the page asks for what `pip list` prints, as
+    `kb match` does (verdict.undecided_versions)."""
+    log = "\n".join(["2.7.0+cu128 12.8 True", "NVIDIA GeForce RTX 5090",
+                     "RuntimeError: CUDA error: no kernel image is available for execution on the device"])
+    expected = {h["entry"]: h for h in _kb_match(log)}
+    assert expected["torch-sm120-not-compatible-pytorch-install"]["why"].startswith("line 1: torch 2.7.0+cu128 ")
+    assert expected["vllm-no-kernel-image-sm120-build"]["verdict"] == "unknown"
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", log)
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results]")
+        got = {h["entry"]: h for h in json.loads(page.get_attribute("#kb-triage", "data-results"))}
+        hint = page.inner_text(".kb-triage__hint")
+    assert {k: (h["verdict"], h["why"]) for k, h in got.items()} == \
+        {k: (h["verdict"], h["why"]) for k, h in expected.items()}
+    assert hint == ("The log does not show the vllm version, which would decide this failure: add what `pip list` "
+                    "prints (run where it failed) to the log and match again.")

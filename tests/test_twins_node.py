@@ -102,6 +102,14 @@ def test_every_vector_file_agrees(twins):
     pairs.append(("verdict rank order", data["rank"]["order"], node["rank"]))
     for vector, got in zip(data["stack"], node["stack"], strict=True):
         pairs.append((f"stack {vector['name']}", [vector["verdict"], vector["why"]], got))
+    # The sentence for a GPU the index does not cover, and the hint to add `pip list` (issue 37 item 6).
+    for vector, got in zip(data["scope"], node["scope"], strict=True):
+        pairs.append((f"scope {vector['name']}", vector["says"], got))
+        pairs.append((f"scope {vector['name']} (Python)", vector["says"], verdict.out_of_scope(vector["gpus"])))
+    for vector, got in zip(data["pip"], node["pip"], strict=True):
+        pairs.append((f"pip {vector['name']}", vector["says"], got))
+        pairs.append((f"pip {vector['name']} (Python)", vector["says"],
+                      verdict.undecided_versions(vector["hits"], vector["facts"])))
     if problems := _mismatches(pairs):
         pytest.fail(problems, pytrace=False)
     assert len(pairs) >= sum(len(v.get("vectors", [])) for v in VECTORS.values())

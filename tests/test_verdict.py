@@ -79,7 +79,9 @@ def test_kb_match_names_the_line_that_rules_a_cell_out():
     assert hits[0]["why"].startswith("line 1 shows sm_70; the entry covers sm_120")
     assert hits[0]["generic_only"] is True
     text = _kb_match(LOGS / "005-neg-v100-thrust-misaligned-sm700.log", "--site-url", "https://kb.example/")
-    assert "] ruled-out, score " in text.splitlines()[0]
+    # The log's GPU is outside the index: said first (verdict.out_of_scope), then the ruled-out hits.
+    assert text.splitlines()[:2] == ["note: this index covers sm_120/sm_121; your GPU is sm_70", ""]
+    assert "] ruled-out, score " in text.splitlines()[2]
     assert f"   https://kb.example/{hits[0]['url']}" in text
     assert "   Text matches, ruled out: line 1 shows sm_70; the entry covers sm_120" in text
 
@@ -148,3 +150,20 @@ def test_kb_match_applies_on_torchs_own_warning(tmp_path):
     assert hit["verdict"] == "applies"
     assert hit["why"].endswith("the line \u201cwith CUDA capability sm_120 is not compatible with the current PyTorch "
                                "installation.\u201d proves the failure by itself, whatever versions the log shows")
+
+
+@pytest.mark.slow
+def test_kb_match_names_a_gpu_the_index_does_not_cover(tmp_path):
+    """ux-review-2026-12-05 S2-9/S2-10: an RTX 4090's log and the corpus's H100 log are told the index
+    covers sm_120/sm_121 before anything else (verdict.out_of_scope)."""
+    log = tmp_path / "rtx4090.log"
+    log.write_text("|   0  NVIDIA GeForce RTX 4090        On  |   00000000:01:00.0 Off |                  N/A |\n"
+                   "RuntimeError: CUDA error: no kernel image is available for execution on the device\n",
+                   encoding="utf-8")
+    first = _kb_match(log, "--site-url", "https://kb.example/").splitlines()[0]
+    assert first == "note: this index covers sm_120/sm_121; your GPU is NVIDIA GeForce RTX 4090 (sm_89)"
+    done = subprocess.run([sys.executable, "-m", "kb.cli", "match", str(LOGS / "006-neg-h100-turbomind-misaligned.log")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 1 and done.stdout.splitlines()[:2] == [
+        "note: this index covers sm_120/sm_121; your GPU is NVIDIA H100 80GB HBM3 (sm_90)",
+        "no known failure matches this log"]

@@ -1,7 +1,11 @@
 """The GPU table: a GPU model's name -> its compute capability (NVIDIA's published capabilities,
 https://developer.nvidia.com/cuda-gpus). The log reader (kb.triage.logfacts) finds GPUs in logs
 with it, the My stack page (kb.site.stack) groups the records' GPU names by it, and kb doctor's
-`--target RTX 5090` (kb.doctor.predict) turns a name into the capability it judges for."""
+`--target RTX 5090` (kb.doctor.predict) turns a name into the capability it judges for.
+
+`SCOPE` is what the index covers: a GPU of another architecture (an RTX 4090, an H100) gets a
+sentence saying so (kb.records.verdict.out_of_scope) on My stack, the triage page, the search box
+and `kb match`, rather than a page of "environment unknown" or "no known failure"."""
 
 from __future__ import annotations
 
@@ -24,6 +28,13 @@ MODELS: list[tuple[str, str]] = [
     (r"\bp100\b", "6.0"),
     (r"\bgtx 9[0-9]0\b|\btesla m(?:4|40|60)\b", "5.2"),
 ]
+
+
+# The architectures the records cover (tests/test_stack.py checks every entry's against it).
+SCOPE = ("sm_120", "sm_121")
+# GPUs outside SCOPE that My stack offers by name, so that their owners learn the index is not for
+# them from the menu itself; each is a MODELS name.
+OTHER_GPUS = ("RTX 4090", "RTX 3090", "L40S", "A100", "H100", "H200", "B200", "B300")
 
 
 @lru_cache(maxsize=1)

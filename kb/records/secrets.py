@@ -14,7 +14,8 @@ from functools import lru_cache
 
 # Secrets go before anything else, in this order. Every quantifier that could scan far is bounded or
 # starts at a fixed word, so each rule is linear in the line. `mixed`: the match is replaced only
-# when it holds a digit and a letter (a long identifier is no secret; a token or digest has both).
+# when it holds a digit and a letter (a long identifier is no secret; a token or digest has both)
+# and is not a run of plain words (`plain_words`: a file path or a snake_case name).
 SECRET = "{secret}"
 SECRETS: list[dict] = [
     {"name": "password in a URL", "pattern": r"([a-z][a-z0-9+.-]{0,20}://)[^\s/@]{1,200}@", "replacement": "$1{secret}@",
@@ -49,10 +50,32 @@ def compiled() -> list[tuple[re.Pattern, object]]:
         pattern = re.compile(rule["pattern"], re.A | (re.I if rule["ignore_case"] else 0))
         replacement = re.sub(r"\$([0-9])", r"\\\1", rule["replacement"])
         if rule.get("mixed"):
-            rules.append((pattern, lambda m, r=rule["replacement"]: r if mixed_run(m.group(0)) else m.group(0)))
+            rules.append((pattern, lambda m, r=rule["replacement"]: r if secret_run(m.group(0)) else m.group(0)))
         else:
             rules.append((pattern, replacement))
     return rules
+
+
+# A run of plain words: pieces between these separators, one at least a `/` or `_`, each a word
+# in one case (`pynccl`, `python3`, `Projects`, `SM100`). A token's pieces mix upper and lower
+# case: a random base64 run of 32 characters passes with odds under 1 in 10^7 (36/64 per
+# character). The path `python3.12/dist-packages/vllm/.../device_communicators/pynccl` is one.
+WORDS = {"separators": r"[/_.-]", "joined": r"[/_]", "piece": r"^(?:[A-Z]?[a-z0-9]*|[A-Z0-9]*)$"}
+
+
+def plain_words(text: str) -> bool:
+    """Whether a long run is words joined by `/`, `_`, `.` or `-` (WORDS): a file path or a
+    snake_case name, never a secret. The twin is kb-request.js's `plainWords`."""
+    if not re.search(WORDS["joined"], text):
+        return False
+    piece = re.compile(WORDS["piece"])
+    return all(piece.search(part) for part in re.split(WORDS["separators"], text))
+
+
+def secret_run(text: str) -> bool:
+    """Whether a long base64 or hex run is a secret: it mixes digits and letters (`mixed_run`) and
+    is not plain words (`plain_words`)."""
+    return mixed_run(text) and not plain_words(text)
 
 
 def mixed_run(text: str) -> bool:

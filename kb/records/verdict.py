@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from kb.records import gpus
+
 if TYPE_CHECKING:  # packaging loads when a version is compared: `kb match` imports this module at start
     from packaging.specifiers import Specifier
     from packaging.version import Version
@@ -241,6 +243,10 @@ WORDS = {
     "unranged": "; {packages}: the record gives no version range, so any version counts",
     "if_used": "only if you use {engines} ({subject} does not name {them})",
     "when": "; applies when you use or pass: {trigger}",
+    "out_of_scope": "this index covers {scope}; your GPU is {gpus}",
+    "scope_gpu": "{name} ({arch})",
+    "pip_list": "the log does not show the {packages} version, which would decide {count}: add what `pip list` "
+                "prints (run where it failed) to the log and match again",
 }
 
 
@@ -251,9 +257,39 @@ def architecture_table() -> dict:
 
 def export() -> dict:
     """What kbVerdict (kb-verdict.js) runs on, written into triage/patterns.json and stack/stack.json:
-    the verdicts' order, the reasons' words and the capability table."""
+    the verdicts' order, the reasons' words, the capability table and the index's scope."""
     return {"order": list(MATCH_VERDICTS), "stack_order": list(STACK_VERDICTS), "words": WORDS,
-            "engines": ENGINES, "passive": list(PASSIVE), "architecture": architecture_table()}
+            "engines": ENGINES, "passive": list(PASSIVE), "architecture": architecture_table(),
+            "scope": list(gpus.SCOPE)}
+
+
+def undecided_versions(hits: list[tuple[str, dict]], facts: dict) -> str | None:
+    """The hint to paste `pip list` (WORDS["pip_list"]) when a version would decide a hit: among
+    `hits` ((verdict, scope) of each cell matched) those still "unknown" whose ranged packages
+    (`_decides`) the facts lack; None when there is none. Its twin is kbVerdict.pipHint."""
+    packages = facts.get("packages", {})
+    waiting = [[item["package"] for item in cell["components"] if _decides(item) and item["package"] not in packages]
+               for decided, cell in hits if decided == "unknown"]
+    waiting = [names for names in waiting if names]
+    if not waiting:
+        return None
+    named = sorted({name for names in waiting for name in names})
+    count = "this failure" if len(waiting) == 1 else f"{len(waiting)} of these failures"
+    return WORDS["pip_list"].format(packages=_or(named), count=count)
+
+
+def out_of_scope(found: list[dict] | None) -> str | None:
+    """The sentence that tells a reader the index is not about their GPU ("this index covers
+    sm_120/sm_121; your GPU is NVIDIA H100 80GB HBM3 (sm_90)"), when every GPU in `found` (facts'
+    `gpus`: name, compute_capability) has a known architecture outside gpus.SCOPE; None when one is
+    inside, one's architecture is unknown, or none is given. Its twin is kbVerdict.outOfScope."""
+    if not found:
+        return None
+    archs = [capability_arch(g.get("compute_capability")) for g in found]
+    if any(a is None or a in gpus.SCOPE for a in archs):
+        return None
+    named = [WORDS["scope_gpu"].format(name=g["name"], arch=a) if g.get("name") else a for g, a in zip(found, archs)]
+    return WORDS["out_of_scope"].format(scope="/".join(gpus.SCOPE), gpus=", ".join(dict.fromkeys(named)))
 
 
 def scope(entry) -> dict:

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from kb.records import facets, verdict
+from kb.records import facets, gpus, verdict
 from kb.records.catalog import Site
 from kb.records.state import state
 from kb.triage import logfacts
@@ -27,6 +27,7 @@ from kb.triage import logfacts
 URL = "stack/"
 DATA = "stack/stack.json"
 SHOWN_PACKAGES = 8  # inputs shown at once; the rest are under "More packages"
+OTHER = "Other GPUs (not covered by this index)"  # the menu's group of gpus.OTHER_GPUS
 # How the page names the verdicts of `kb.records.verdict.on_stack` (no log text matched here).
 TITLES = {"applies": "Applies", "when": "Applies when you use or pass \u2026",
           "unknown": "Environment unknown", "not-known": "Not known to be affected",
@@ -79,14 +80,32 @@ def gpu_groups(site: Site) -> list[tuple[str, str, list[Choice]]]:
             if found and gpu_architecture(found) == arch:
                 choices.setdefault(facets.key(found), Choice(facets.key(found), found, arch_capability(arch), found))
         out.append((arch, facets.ARCH_NAMES.get(arch, arch), list(choices.values())))
-    return out
+    return out + [(OTHER, OTHER, other_gpus())]
 
 
-def packages(site: Site) -> list[tuple[str, str]]:
-    """(package, display name) of every package the records' components name, the most named
-    first (ties by display name)."""
-    counts = Counter(p for cell in site.cells for p in dict.fromkeys(c.package for c in cell.entry.components))
-    return sorted(((p, facets.package_name(p)) for p in counts), key=lambda item: (-counts[item[0]], item[1].casefold()))
+def other_gpus() -> list[Choice]:
+    """GPUs of other architectures the menu names (gpus.OTHER_GPUS): picked, every cell is ruled out
+    and the page says the index does not cover them (kbVerdict.outOfScope)."""
+    return [Choice(facets.key(name), name, gpus.model_capability(name), name) for name in gpus.OTHER_GPUS]
+
+
+def packages(site: Site) -> list[tuple[str, str, str]]:
+    """(field, display name, the packages the field gives beside its own, space-separated) of every
+    component the records' components name, the most named first (ties by display name). A group
+    of packages (facets.COMPONENT_GROUPS: the CUDA toolkit is CUDA) is one field: a reader knows
+    one CUDA version, and it is the one both the runtime and the toolkit ranges are read against."""
+    counts = Counter(facets.component(p) for cell in site.cells
+                     for p in dict.fromkeys(c.package for c in cell.entry.components))
+    named = {c.package for cell in site.cells for c in cell.entry.components}
+    also = {field: " ".join(sorted(p for p in named if p != field and facets.component(p) == field)) for field in counts}
+    return sorted(((p, facets.package_name(p), also[p]) for p in counts),
+                  key=lambda item: (-counts[item[0]], item[1].casefold()))
+
+
+def models() -> list[dict]:
+    """The GPU table (kb.records.gpus.MODELS) for the page: a `?gpu=` value the menu lacks
+    (`rtx-4080`) is read as a GPU name against it, so the page can say what it is."""
+    return [{"pattern": pattern, "capability": cc} for pattern, cc in gpus.MODELS]
 
 
 def link(facet: str, value: str, name: str) -> str | None:
@@ -94,7 +113,7 @@ def link(facet: str, value: str, name: str) -> str | None:
     component's empty field, which the page focuses); "" (the page as it is) for a GPU name whose
     architecture nothing says; None for the other facets."""
     if facet == "component":
-        return "?" + urlencode({_package_of(name): ""})
+        return "?" + urlencode({facets.component(_package_of(name)): ""})
     if facet == "architecture":
         return "?" + urlencode({"gpu": value.replace("-", "_")})
     if facet == "gpu":
@@ -124,5 +143,6 @@ def data(site: Site) -> str:
               "status_name": state(cell.entry).words, "status_reason": state(cell.entry).reason,
               "do_now": do_now(cell.entry),
               "scope": verdict.scope(cell.entry)} for cell in site.cells]
-    return json.dumps({"version": 1, "verdicts": TITLES, "verdict": verdict.export(), "cells": cells},
+    return json.dumps({"version": 1, "verdicts": TITLES, "verdict": verdict.export(), "cells": cells,
+                       "models": models()},
                       separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"

@@ -14,7 +14,11 @@ and tests/vectors/logfacts.json holds the vectors both are tested on. What a rul
   several architectures, a build's target list or what a kernel requires (`IGNORE`): those say
   what was built or is needed, not what ran.
 - `driver`, `cuda-driver`, `cuda-runtime`, `cuda-toolkit`: nvidia-smi, collect_env and nvcc lines.
-- `package`: a version as vLLM, SGLang, FlashInfer, torch and Triton print it, or pip lists it.
+- `package`: a version as vLLM, SGLang, FlashInfer, torch, Triton and NCCL print it
+  (`vLLM is using nccl==2.27.7`, `NCCL version 2.21.5+cuda12.4`), or pip lists it (`pip list`,
+  `pip freeze`: `nvidia-nccl-cu12==2.27.7`); torch's also as `print(torch.__version__, ...)` prints
+  it (a line that starts `2.7.0+cu128`), with the CUDA version after it when
+  `torch.cuda.is_available()` follows.
 - `frame`: a package a traceback passes through, named by the folder after `site-packages/` or
   `dist-packages/` (`.../dist-packages/vllm/v1/engine/core.py`): no version, only that the log shows
   it ran. Kept as `lines["frames.<package>"]` (its first line), the package named as pip names it
@@ -58,8 +62,17 @@ RULES: list[tuple[str, str, str, str]] = [
     ("vllm api server", "package:vllm", r"\bvllm api server version " + VERSION, "vLLM API server version 0.11.0"),
     ("vllm engine", "package:vllm", r"\bllm engine \(v" + VERSION, "Initializing a V1 LLM engine (v0.11.0) with config"),
     ("pytorch version", "package:torch", r"\bpytorch version *: *" + VERSION, "PyTorch version: 2.9.0+cu128"),
-    ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel)(?:==| +version *(?:: *)?| +v?)" + VERSION,
+    ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel|nvidia-nccl-cu1[0-9]|nccl)(?:==| +version *(?:: *)?| +v?)" + VERSION,
      "torch 2.9.0+cu128"),
+    # What `print(torch.__version__, torch.version.cuda, torch.cuda.is_available())` prints: a line
+    # that starts with a version carrying a +cuNNN build label (torch's own; torchvision's are 0.x).
+    ("torch print", "package:torch", r"^ *([1-9][0-9]*\.[0-9]+\.[0-9]+(?:\.?(?:a|b|rc|dev)[0-9]+)*\+cu[0-9]{2,3})(?= |$)",
+     "2.7.0+cu128 12.8 True"),
+    # The same line's second value, torch.version.cuda (what collect_env calls "CUDA used to build
+    # PyTorch"), where a True or False (torch.cuda.is_available()) follows it.
+    ("torch print cuda", "cuda-runtime",
+     r"^ *[1-9][0-9]*\.[0-9]+\.[0-9]+(?:\.?(?:a|b|rc|dev)[0-9]+)*\+cu[0-9]{2,3} +([0-9]{1,2}\.[0-9]) +(?:true|false) *$",
+     "2.7.0+cu128 12.8 True"),
     ("traceback frame", "frame", r"(?:site|dist)-packages[/\\]([a-z0-9_]+)[/\\]",
      'File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 83, in __init__'),
 ]
@@ -74,8 +87,10 @@ IGNORE = (r"gencode|arch_list|arch list|capabilities|supported arch|--gpu-archit
 # only such lines, found at once over a whole log. A speed-up only: the triage page needs none.
 KEYWORDS = ("nvidia", "tesla", "thor", "capability", "sm", "compute", "driver version", "cuda version", "cuda used",
             "cuda compilation", "-packages", "vllm", "llm engine", "torch", "triton", "sglang", "flashinfer", "sgl",
+            "nccl", "+cu",
             "\u017f", "\u212a", "\u0130", "\u0131")
-PACKAGES = {"flashinfer-python": "flashinfer", "pytorch-triton": "triton", "sgl_kernel": "sgl-kernel"}
+PACKAGES = {"flashinfer-python": "flashinfer", "pytorch-triton": "triton", "sgl_kernel": "sgl-kernel",
+            **{f"nvidia-nccl-cu1{n}": "nccl" for n in range(10)}}
 MAX_LISTED = 2  # a line naming more architectures than this lists them
 
 

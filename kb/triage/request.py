@@ -12,7 +12,8 @@ the request. A library's own warning (`NCCL WARN Cuda failure ...`, LIBRARY_WARN
 The issue's title is the error line that says most (`title_rank`): an exception line
 (`RuntimeError: ...`, EXCEPTION) before a library warning before any other error line; never a
 harmless DEBUG, INFO or WARNING line (a log starts with those, e.g. vLLM's "Custom allreduce is
-disabled ..."), a traceback's header or frame. Among lines of the best rank it is the last one
+disabled ..."), a traceback's header or frame. Such a harmless line that looks like an error (the
+same vLLM line says "not supported") is listed after the others, never first. Among lines of the best rank it is the last one
 before the log's first `Traceback (most recent call last)` (what failed before a cascade of
 tracebacks: vLLM's engine core prints the cause, then the API server's traceback follows), else
 the first one after it (the exception that ends the first traceback, the root of a chain).
@@ -56,8 +57,11 @@ TRACEBACK = r"Traceback \(most recent call last\)"
 NOT_TITLE = (r"^(?:Traceback \(most recent call last\)|File \"|During handling of the above exception"
              r"|The above exception was the direct cause)")
 # The name's middle is bounded: a lazy run that any `NVIDIA ` may start is read to the line's end from each.
-GPU = r"(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]{0,40}?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)|RTX PRO \d{4}[A-Za-z ]*|GB10|DGX Spark)"
-VERSION = (r"\b(vllm|sglang|flashinfer(?:-python)?|torch|triton|cudnn|cuda|driver|tensorrt[_-]llm)\b"
+# A data-centre card of another architecture (`NVIDIA H100 80GB HBM3`, `NVIDIA B200`) is named too: the
+# report says which GPU the log is from, and the page that the index does not cover it.
+GPU = (r"(NVIDIA [A-Za-z0-9][A-Za-z0-9 ]{0,40}?(?:Blackwell|GB10|\d{4}[A-Za-z ]*)|NVIDIA G?[A-Z]\d{3}\b"
+       r"|RTX PRO \d{4}[A-Za-z ]*|GB10|DGX Spark)")
+VERSION = (r"\b(vllm|sglang|flashinfer(?:-python)?|torch|triton|cudnn|cuda|driver|tensorrt[_-]llm|nccl)\b"
            r"(?:[\w ]{0,24}?\bversion\b)?[\s=:_-]*v?(\d+\.\d+[\w.+-]*)")
 
 # The log level of a line, if one of the first words is one: DEBUG, INFO and WARNING lines do not
@@ -155,7 +159,7 @@ def new_failure(log: str | Iterable[str]) -> Issue:
     picks (see the module's docstring)."""
     _, _, _, gpu, version = _compiled()
     traceback = _titles()[2]
-    lines: dict[str, None] = {}  # insertion-ordered set
+    lines: dict[str, bool] = {}  # insertion-ordered: line -> whether it was a harmless level's
     gpus: set[str] = set()
     versions: dict[str, str] = {}
     # The title: the last line of the best rank before the first traceback, else the first after it.
@@ -168,7 +172,7 @@ def new_failure(log: str | Iterable[str]) -> Issue:
             line = error_line(raw)
             if line:
                 lines.pop(line, None)
-                lines[line] = None
+                lines[line] = harmless(raw)
                 if len(lines) > MAX_LINES:
                     del lines[next(iter(lines))]
                 rank = title_rank(raw, line)
@@ -181,11 +185,12 @@ def new_failure(log: str | Iterable[str]) -> Issue:
         for m in version.finditer(raw):
             versions[m.group(1).lower()] = m.group(2)
     gpus = sorted(gpus)
+    listed = [line for line, benign in lines.items() if not benign] + [line for line, benign in lines.items() if benign]
     out = ["### Literal error lines", "",
            "Only the lines of the log that look like errors, without their log prefixes; parts that vary "
            "between runs are written as placeholders ({int}, {hex}, {size}, {path}, {pid}), and what looks like "
            "a password, token, key or e-mail address as {secret}. Nothing else of the log is included.", "",
-           "```text", *(lines or ["(no error-looking line found)"]), "```", "",
+           "```text", *(listed or ["(no error-looking line found)"]), "```", "",
            "### Environment found in the log", "",
            "- GPU: " + (", ".join(gpus) or NO_GPU),
            *[f"- {name}: {versions[name]}" for name in sorted(versions)], "",
@@ -222,7 +227,8 @@ def export() -> dict:
     """The rules for the triage page (same order and meaning as above)."""
     return {"max_lines": MAX_LINES, "max_line_chars": MAX_LINE_CHARS, "secret_margin": SECRET_MARGIN,
             "errorish": ERRORISH, "library_warn": LIBRARY_WARN, "exception": EXCEPTION, "traceback": TRACEBACK,
-            "not_title": NOT_TITLE, "gpu": GPU, "version": VERSION, "secrets": SECRETS, "level": LEVEL,
+            "not_title": NOT_TITLE, "gpu": GPU, "version": VERSION, "secrets": SECRETS,
+            "secret_words": secrets.WORDS, "level": LEVEL,
             "harmless_levels": list(HARMLESS_LEVELS), "untitled": UNTITLED, "title_prefix": TITLE_PREFIX,
             "no_gpu": NO_GPU,
             "prefixes": [{"name": n, "pattern": p, "replacement": r} for n, p, r in _PREFIXES],

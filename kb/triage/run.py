@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kb.records import verdict
 from kb.records.problems import Problem
 from kb.triage import evidence, familyanswer, match
 from kb.triage.rules import load_rules, scopes
@@ -22,6 +23,11 @@ class Triage:
     request: Issue | None = None  # the new-entry request, when nothing matched and one was asked for
     citable: dict[str, str] = field(default_factory=dict)  # entry id -> citable id, for the hits
     families: list[familyanswer.FamilyHit] = field(default_factory=list)  # the family answer, when no entry hit
+    # What the reader is told beside the hits (the triage page says the same, kb-triage.js): that
+    # the log's GPU is outside the index (verdict.out_of_scope), and that a version would decide
+    # (verdict.undecided_versions, the hint to add `pip list`).
+    scope: str | None = None
+    pip_hint: str | None = None
 
 
 def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
@@ -35,9 +41,13 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     if evidence_rules:  # identifiers seen together: logs that print no error line (kb.triage.evidence)
         log.seek(0)
         hits = evidence.merge(hits, *evidence.scan(evidence_rules, log))
-    if hits:  # what the log says of its machine decides each entry's verdict (kb.records.verdict)
-        log.seek(0)
-        hits = match.decide(hits, scopes(rules), match.read_facts(log))
+    # What the log says of its machine decides each entry's verdict (kb.records.verdict), and
+    # whether its GPU is one the index covers at all.
+    log.seek(0)
+    facts = match.read_facts(log)
+    cells = scopes(rules)
+    if hits:
+        hits = match.decide(hits, cells, facts)
     new, families = None, []
     if not hits:  # a family's generic lines: its answer, below any entry, so only when none matched
         log.seek(0)
@@ -45,7 +55,9 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     if not hits and request:
         log.seek(0)
         new = from_stream(log)  # bounded lines: a huge line is never read whole
-    return Triage(hits=hits, request=new, citable=citable(entries, hits), families=families)
+    return Triage(hits=hits, request=new, citable=citable(entries, hits), families=families,
+                  scope=verdict.out_of_scope(facts.get("gpus")),
+                  pip_hint=verdict.undecided_versions([(hit.verdict, cells[hit.entry]) for hit in hits], facts))
 
 
 def patterns(signature_rules: list, evidence_rules: list, families: tuple[dict, list]) -> dict:

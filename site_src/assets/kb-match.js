@@ -195,5 +195,8 @@
     });
   }
 
-  window.kbMatch = { compile: compile, start: start, match: match };
+  // What the log says of its machine, as `finish` reads it (the page's scope and pip list notes).
+  function facts(e, text) { return kbLogFacts.read(e.logfacts, head(text, e.factsBytes)); }
+
+  window.kbMatch = { compile: compile, start: start, match: match, facts: facts };
 })();

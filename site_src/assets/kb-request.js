@@ -18,12 +18,22 @@
       secrets: r.secrets.map(function (p) {
         var regex = new RegExp(p.pattern, p.ignore_case ? "gi" : "g");
         if (!p.mixed) return [regex, p.replacement];
-        // Only a run holding a digit and a letter is a secret (a long identifier is not).
-        return [regex, function (run) { return /[0-9]/.test(run) && /[A-Za-z]/.test(run) ? p.replacement : run; }];
+        // Only a run holding a digit and a letter is a secret (a long identifier is not), unless
+        // it is plain words (a file path, a snake_case name: secrets.plain_words).
+        return [regex, function (run) {
+          return /[0-9]/.test(run) && /[A-Za-z]/.test(run) && !plainWords(r.secret_words, run) ? p.replacement : run;
+        }];
       }),
       prefixes: r.prefixes.map(function (p) { return [new RegExp(p.pattern, "gi"), p.replacement]; }),
       placeholders: r.placeholders.map(function (p) { return [new RegExp(p.pattern, "g"), p.replacement]; })
     };
+  }
+
+  // secrets.plain_words: pieces between the separators, one a `/` or `_`, each a word in one case.
+  function plainWords(w, run) {
+    if (!new RegExp(w.joined).test(run)) return false;
+    var piece = new RegExp(w.piece);
+    return run.split(new RegExp(w.separators)).every(function (part) { return piece.test(part); });
   }
 
   function redact(q, line) {
@@ -54,7 +64,7 @@
   }
 
   function newCell(q, text) {
-    var lines = [], gpus = {}, versions = {}, before = {}, after = {}, seenTraceback = false, m;
+    var lines = [], benign = Object.create(null), gpus = {}, versions = {}, before = {}, after = {}, seenTraceback = false, m;
     text.split("\n").forEach(function (raw) {
       raw = raw.replace(/\r$/, "").slice(0, q.maxChars * 4);
       if (errorish(q, raw)) {
@@ -63,6 +73,7 @@
           var at = lines.indexOf(line);
           if (at >= 0) lines.splice(at, 1);
           lines.push(line);
+          benign[line] = harmless(q, raw);
           if (lines.length > q.maxLines) lines.shift();
           var rank = titleRank(q, raw, line);
           if (rank && !seenTraceback) before[rank] = line;
@@ -78,7 +89,9 @@
       "Only the lines of the log that look like errors, without their log prefixes; parts that vary " +
       "between runs are written as placeholders ({int}, {hex}, {size}, {path}, {pid}), and what looks like " +
       "a password, token, key or e-mail address as {secret}. Nothing else of the log is included.", "",
-      "```text"].concat(lines.length ? lines : ["(no error-looking line found)"]);
+      "```text"].concat(lines.length ? lines.filter(function (l) { return !benign[l]; })
+                                            .concat(lines.filter(function (l) { return benign[l]; }))
+                                     : ["(no error-looking line found)"]);
     out.push("```", "", "### Environment found in the log", "",
              "- GPU: " + (Object.keys(gpus).sort().join(", ") || q.noGpu));
     Object.keys(versions).sort().forEach(function (k) { out.push("- " + k + ": " + versions[k]); });

@@ -52,7 +52,7 @@
   // The choices a query string holds: the GPU option, the versions that can be compared, what was
   // refused and why, the text of each field as given, and the first field given empty (to focus).
   function read(search) {
-    var out = { gpu: null, packages: {}, values: {}, problems: [], focus: null, invalid: {} };
+    var out = { gpu: null, other: null, packages: {}, values: {}, problems: [], focus: null, invalid: {} };
     var seen = {};
     new URLSearchParams(search).forEach(function (value, key) {
       if (has(seen, key)) { out.problems.push(quoted(key) + " is given more than once: the first is used."); return; }
@@ -60,7 +60,9 @@
       if (key === "gpu") {
         if (!value) return;
         out.gpu = option(value);
-        if (!out.gpu) out.problems.push("No GPU or architecture on this page is called " + quoted(value) + ": pick one from the list.");
+        // A value the menu lacks may still name a GPU the GPU table knows (`rtx-4080`): `show`
+        // reads it against the table once stack.json is in.
+        if (!out.gpu) out.other = value;
         return;
       }
       if (!has(byName, key)) { out.problems.push("The address names " + quoted(key) + ", which is no field of this page: ignored."); return; }
@@ -69,8 +71,10 @@
       if (!version) { if (!out.focus) out.focus = byName[key]; return; }
       if (version.length > MAX || !kbVerdict.version(version)) {
         out.invalid[key] = true;
-        out.problems.push(labelOf(key) + ": " + quoted(version) + " is not a version this page can compare " +
-                          "(PEP 440, the form pip shows, such as 1.2.3 or 1.2.3rc1): ignored.");
+        out.problems.push(labelOf(key) + ": " + quoted(version) + " is not a version this page can compare: " +
+                          "give the version pip shows, such as 0.28.0, v0.28.0 or 0.28.0rc1; for a nightly or a " +
+                          "build from main, its development version (0.8.3.dev358+g24bc0a9f7) or the last " +
+                          "release it came after. Ignored.");
         return;
       }
       out.packages[key] = version;
@@ -96,10 +100,27 @@
     if (choices.focus) choices.focus.focus();
   }
 
-  function facts(choices) {
-    var g = choices.gpu;
-    return { gpus: g ? [{ name: g.getAttribute("data-name") || null, compute_capability: g.getAttribute("data-capability") }] : null,
-             packages: choices.packages, lines: {} };
+  // The GPU a value the menu lacks names, by the GPU table (stack.json `models`, kb.records.gpus):
+  // "rtx-4080" is read as "rtx 4080"; null when no model matches.
+  function modelGpu(d, value) {
+    var name = value.replace(/[-_]+/g, " ").trim().toUpperCase().slice(0, 40);
+    for (var i = 0; i < d.models.length; i++) {
+      if (new RegExp(d.models[i].pattern, "i").test(name)) return { name: name, compute_capability: d.models[i].capability };
+    }
+    return null;
+  }
+
+  // The facts decided on: the GPU chosen (or read from the address), and each version given, also
+  // for the packages its field stands for (data-also: CUDA is the runtime's and the toolkit's).
+  function facts(choices, other) {
+    var g = choices.gpu, packages = {};
+    Object.keys(choices.packages).forEach(function (name) {
+      packages[name] = choices.packages[name];
+      (byName[name].getAttribute("data-also") || "").split(" ").forEach(function (p) { if (p) packages[p] = choices.packages[name]; });
+    });
+    return { gpus: g ? [{ name: g.getAttribute("data-name") || null, compute_capability: g.getAttribute("data-capability") }]
+                     : other ? [other] : null,
+             packages: packages, lines: {} };
   }
 
   function text(tag, className, content) {
@@ -135,26 +156,41 @@
     return li;
   }
 
-  function described(choices) {
-    var parts = choices.gpu ? [choices.gpu.textContent.trim()] : [];
+  function described(choices, other) {
+    var parts = choices.gpu ? [choices.gpu.textContent.trim()] : other ? [other.name] : [];
     inputs.forEach(function (input) {
       if (has(choices.packages, input.name)) parts.push(labelOf(input.name) + " " + choices.packages[input.name]);
     });
     return parts.join(", ");
   }
 
-  function show(choices) {
+  function sentence(words) { return words.charAt(0).toUpperCase() + words.slice(1) + "."; }
+
+  // `scroll`: a shared link opens on its results, not on the form above them.
+  function show(choices, scroll) {
     problems.textContent = "";
     choices.problems.forEach(function (p) { problems.appendChild(text("li", "", p)); });
     results.textContent = "";
     form.removeAttribute("data-results");
-    if (!choices.gpu && !Object.keys(choices.packages).length) {
+    if (!choices.gpu && !choices.other && !Object.keys(choices.packages).length) {
       status.textContent = "Pick a GPU or give a version to see the verdicts.";
       return;
     }
     status.textContent = "Deciding\u2026";
     load().then(function (d) {
-      var stackFacts = facts(choices);
+      var other = choices.other ? modelGpu(d, choices.other) : null;
+      if (choices.other && !other) {
+        problems.appendChild(text("li", "", "No GPU or architecture on this page is called " + quoted(choices.other) +
+                                            ": pick one from the list."));
+      }
+      var stackFacts = facts(choices, other);
+      // A GPU of another architecture: said first, above its (all ruled out) results.
+      var outside = kbVerdict.outOfScope(d.verdict, stackFacts.gpus);
+      if (outside) problems.insertBefore(text("li", "kb-stack__scope", sentence(outside)), problems.firstChild);
+      if (!stackFacts.gpus && !Object.keys(stackFacts.packages).length) {
+        status.textContent = "Pick a GPU or give a version to see the verdicts.";
+        return;
+      }
       var order = d.verdict.stack_order;
       var hits = kbVerdict.rank(d.verdict, d.cells.map(function (cell) {
         var decided = kbVerdict.stack(d.verdict, cell.scope, stackFacts);
@@ -180,10 +216,11 @@
         section.appendChild(list);
         results.appendChild(section);
       });
-      status.textContent = "For " + described(choices) + ": " + counts.join("; ") + ".";
+      status.textContent = "For " + described(choices, other) + ": " + counts.join("; ") + ".";
       form.setAttribute("data-results", JSON.stringify(hits.map(function (h) {
         return { entry: h.entry, verdict: h.verdict, why: h.why };
       })));
+      if (scroll) (problems.firstChild ? problems : status).scrollIntoView({ block: "start" });
     }).catch(function (error) {
       status.textContent = "The verdicts are unavailable: " + error;
     });
@@ -201,6 +238,6 @@
   if (location.search.length > 1) {
     var choices = read(location.search);
     restore(choices);
-    show(choices);
+    show(choices, true);
   }
 })();

@@ -11,6 +11,8 @@
   var log = document.getElementById("kb-triage-log");
   var file = document.getElementById("kb-triage-file");
   var status = form.querySelector(".kb-triage__status");
+  var scope = form.querySelector(".kb-triage__scope");
+  var hint = form.querySelector(".kb-triage__hint");
   var list = form.querySelector(".kb-triage__results");
   var fresh = form.querySelector(".kb-triage__new");
   var issue = document.getElementById("kb-triage-issue");
@@ -145,6 +147,10 @@
       : "No known failure matches this log." + (families.length ? " Its lines fit " + (families.length === 1 ?
         "a family of failures" : families.length + " families of failures") + ", below." : "");
     fresh.hidden = hits.length > 0;
+    // The log's GPU outside the index, and a version that would decide: what `kb match` notes too.
+    var facts = kbMatch.facts(engineNow, text);
+    note(scope, kbVerdict.outOfScope(engineNow.verdict, facts.gpus));
+    note(hint, kbVerdict.pipHint(engineNow.verdict, hits.map(function (h) { return [h.verdict, engineNow.cells[h.entry]]; }), facts));
     var request = hits.length ? { title: "", text: "" } : kbRequest.newCell(engineNow.request, text);
     issue.value = request.text;
     titleBox.value = request.title;
@@ -162,6 +168,11 @@
     heading.hidden = false;
     heading.scrollIntoView({ block: "start" });
     heading.focus({ preventScroll: true });
+  }
+
+  function note(node, words) {
+    node.hidden = !words;
+    node.textContent = words ? words.charAt(0).toUpperCase() + words.slice(1) + "." : "";
   }
 
   // The issue link follows the title and text as the reader leaves them.

@@ -13,7 +13,8 @@
   // the records hold (no epoch).
   var PRE = { a: 0, b: 1, rc: 2 };
   function version(text) {
-    var m = /^([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.?post([0-9]+))?(?:\.?dev([0-9]+))?(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?$/i.exec(text);
+    // A leading v (a release tag: v0.28.0) is allowed, as packaging normalises it away.
+    var m = /^v?([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.?post([0-9]+))?(?:\.?dev([0-9]+))?(?:\+([a-z0-9]+(?:\.[a-z0-9]+)*))?$/i.exec(text);
     if (!m) return null;
     return { release: m[1].split(".").map(Number), pre: m[2] ? [PRE[m[2].toLowerCase()], Number(m[3])] : null,
              post: m[4] === undefined ? null : Number(m[4]), dev: m[5] === undefined ? null : Number(m[5]),
@@ -230,9 +231,34 @@
     if (cell.trigger) return ["when", decided[1] + fill(w.when, { trigger: cell.trigger })];
     return decided;
   }
+  // verdict.out_of_scope: every GPU given has a known architecture outside the index's scope
+  function outOfScope(t, gpus) {
+    if (!gpus || !gpus.length) return null;
+    var archs = gpus.map(function (g) { return arch(t.architecture, g.compute_capability); });
+    if (archs.some(function (a) { return a === null || t.scope.indexOf(a) >= 0; })) return null;
+    var named = unique(gpus.map(function (g, k) {
+      return g.name ? fill(t.words.scope_gpu, { name: g.name, arch: archs[k] }) : archs[k];
+    }));
+    return fill(t.words.out_of_scope, { scope: t.scope.join("/"), gpus: named.join(", ") });
+  }
+  // verdict.undecided_versions: the hint to add `pip list` when a version would decide an
+  // "unknown" hit; `hits` holds [verdict, scope] pairs
+  function pipHint(t, hits, facts) {
+    var packages = facts.packages || {};
+    var waiting = hits.filter(function (h) { return h[0] === "unknown"; }).map(function (h) {
+      return h[1].components.filter(function (item) {
+        return decides(item) && !Object.prototype.hasOwnProperty.call(packages, item.package);
+      }).map(function (item) { return item.package; });
+    }).filter(function (names) { return names.length; });
+    if (!waiting.length) return null;
+    var named = unique([].concat.apply([], waiting)).sort();
+    return fill(t.words.pip_list, { packages: or(named),
+                                    count: waiting.length === 1 ? "this failure" : waiting.length + " of these failures" });
+  }
   // Every function takes the exported table `t` (kb.records.verdict.export(): the verdicts' order,
   // the reasons' words, the capability table), as the pages find it in their JSON.
   window.kbVerdict = { decide: decide, stack: stack, tie: tie, version: version, arch: arch, capability: capability,
+                       outOfScope: outOfScope, pipHint: pipHint,
                        rank: function (t, hits, order) {
                          return hits.slice().sort(function (a, b) { return rankCompare(order || t.order, a, b); });
                        } };

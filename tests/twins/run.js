@@ -38,5 +38,7 @@ const out = {
   verdict: vectors.verdict.vectors.map((v) => kbVerdict.decide(data.patterns.verdict, v.cell, v.facts, v.specific, undefined, v.matched || [])),
   rank: kbVerdict.rank(data.patterns.verdict, vectors.verdict.rank.hits).map((h) => h.entry),
   stack: vectors.verdict.stack.map((v) => kbVerdict.stack(data.stack.verdict, v.cell, v.facts)),
+  scope: vectors.verdict.scope.map((v) => kbVerdict.outOfScope(data.stack.verdict, v.gpus)),
+  pip: vectors.verdict.pip.map((v) => kbVerdict.pipHint(data.stack.verdict, v.hits, v.facts)),
 };
 process.stdout.write(JSON.stringify(out));
