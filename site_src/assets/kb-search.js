@@ -312,8 +312,8 @@
   }
 
   // The order of literal matches, each rule deciding only where the ones before tie: strong
-  // matches (STRONG) before weak ones; the query itself (once normalised); a literal whose every
-  // number the query repeats before one that matched only once numbers were masked (the MLA
+  // matches (STRONG) before weak ones; the query itself (once normalised); a literal whose numbers
+  // agree with the query's before one that matched only once numbers were masked (the MLA
   // error's `Required: 102400` is not the fused-MoE config's `147456`, however many more of a
   // pasted line's words the other literal holds); then the score. Weights could not say this: a
   // masked literal holding every word of a pasted line outscores a shorter one with the right numbers.
@@ -322,21 +322,24 @@
       || (b.score - a.score);
   }
 
-  // Whether the query repeats every number of a literal that has numbers (false for a literal
-  // without any). At a cut edge of the query its first or last number may be the end or the start
-  // of the literal's.
+  // Whether a literal's numbers contradict the query's: the literal has a number the query does
+  // not repeat while the query has one the literal lacks (102400 asked, 147456 held). A literal
+  // whose numbers the query all repeats (amid a log prefix's pids and times), or a query whose
+  // numbers the literal all holds (a partial copy, cut before the literal's later numbers), agrees.
+  // At a cut edge of the query its first or last number may be the start or end of the literal's.
   function agree(query, numbers) {
-    if (!numbers.length || !query.numbers.length) return false;
-    var left = query.numbers.slice(), last = left.length - 1;
+    var left = numbers.slice();
     var endCut = /[0-9]$/.test(query.normal), startCut = /^[0-9]/.test(query.normal);
-    return numbers.every(function (n) {
+    var last = query.numbers.length - 1, missing = 0;
+    query.numbers.forEach(function (n, i) {
       var at = left.indexOf(n);
-      if (at < 0 && endCut && left[last] !== undefined && n.lastIndexOf(left[last], 0) === 0) at = last;
-      if (at < 0 && startCut && left[0] !== undefined && n.indexOf(left[0], n.length - left[0].length) >= 0) at = 0;
-      if (at < 0) return false;
-      left[at] = undefined;
-      return true;
+      if (at < 0 && endCut && i === last) at = left.findIndex(function (m) { return m.lastIndexOf(n, 0) === 0; });
+      if (at < 0 && startCut && i === 0) {
+        at = left.findIndex(function (m) { return m.length >= n.length && m.indexOf(n, m.length - n.length) >= 0; });
+      }
+      if (at >= 0) left.splice(at, 1); else missing++;
     });
+    return !(left.length && missing);
   }
 
   // The share of the query's numbers that the literal has too (0 when the query has none):
