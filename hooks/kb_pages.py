@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urljoin
 
 from markupsafe import escape
 from mkdocs.exceptions import PluginError
@@ -117,6 +118,10 @@ def on_page_markdown(markdown, page, config, files):
             page.meta["kb_updated"] = generated.updated
         if generated.jsonld:
             page.meta["kb_jsonld"] = generated.jsonld
+        if generated.canonical:  # a variant page defers to its entry's (kb.site.pages): not in the sitemap
+            page.meta["kb_canonical"] = generated.canonical
+            if page.canonical_url:
+                page.canonical_url = urljoin(config["site_url"], generated.canonical)
         run.fragments[page.url] = generated.body
         return markdown
     filled: list[str] = []

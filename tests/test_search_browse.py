@@ -160,3 +160,26 @@ def test_filter_menus_hold_every_option_and_never_move_the_box(live_site, browse
                 assert page.evaluate(_BOX) == start, (url, name, "focus")
                 menu.select_option("")
     context.close()
+
+
+def test_result_literals_are_readable_ids_and_dates_stay_on_one_line_and_the_file_input_shows_focus(live_site, page):
+    """Issue 37 item 7: the literal a reader scans is at least the title's size (it was 10 px), an
+    id or date in /all/ never wraps (at 390 px either), and the triage file input shows a ring."""
+    with serve(live_site) as base:
+        page.goto(base + "about/")
+        search(page, "sm_120")
+        sizes = page.evaluate("""() => ['.kb-search__link', '.kb-search__cell'].map(s =>
+            parseFloat(getComputedStyle(document.querySelector(s)).fontSize))""")
+        assert sizes[0] >= 14 and sizes[0] >= sizes[1], sizes
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.goto(base + "all/")
+        lines = page.evaluate("""() => [...document.querySelectorAll('td.kb-all__id, td.kb-all__date')].slice(0, 20)
+            .map(td => { const r = document.createRange(); r.selectNodeContents(td);
+                         return new Set([...r.getClientRects()].map(x => Math.round(x.bottom))).size; })""")
+        assert lines and max(lines) == 1, lines  # the text's boxes all end on one line
+        page.goto(base + "triage/")
+        page.focus("#kb-triage-file")
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Tab")
+        ring = page.evaluate("() => getComputedStyle(document.getElementById('kb-triage-file')).outlineStyle")
+        assert ring not in ("none", "auto"), ring

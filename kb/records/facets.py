@@ -65,8 +65,9 @@ PACKAGE_NAMES = {
 
 ARCH_NAMES = {"sm_120": "sm_120 (RTX PRO 6000 / 5000, RTX 50xx)", "sm_121": "sm_121 (GB10, DGX Spark)"}
 
-KIND_NAMES = {"exception": "exception", "log-line": "log line", "kernel-message": "kernel message",
-              "symptom": "symptom"}
+# How a page labels a signature's kind: the reader's words, never the record's (`log-line:`).
+KIND_NAMES = {"exception": "Error line", "log-line": "Log line", "kernel-message": "Kernel message",
+              "symptom": "Search words"}
 
 ROLES = ("raises", "triggers", "involved", "unaffected")
 REMEDY_KINDS = ("version-upgrade", "flag", "env-var", "config", "patch")

@@ -328,6 +328,9 @@ class Signature(Record):
     # The line proves the failure by itself (torch's own "not compatible" warning, a tool refusing the
     # architecture): a log showing it gets the verdict "applies" whatever versions it lacks (KB084).
     decisive: bool = False
+    # The string was assembled from the program's source (its format string with this failure's values),
+    # not seen in a report: the header search never ranks it above a string someone saw printed.
+    from_source: bool = False
 
     @model_validator(mode="after")
     def _decisive_names_the_arch(self) -> "Signature":

@@ -104,7 +104,7 @@ def theme_fingerprint(layout: Layout, marked: list[str]) -> str:
     parts: list[str] = [str(layout.epoch), repr(sorted(layout.stand_ins)), repr(marked),
                         repr(search.menus(layout.generated.renderer.site))]
     for page in layout.rendered:
-        parts += [page.src, page.title, page.description, page.jsonld or "", page.updated or ""]
+        parts += [page.src, page.title, page.description, page.jsonld or "", page.updated or "", page.canonical or ""]
     return fingerprint(*parts)
 
 
@@ -131,7 +131,7 @@ def identities(layout: Layout, marked: list[str], parts: dict[str, str] | None =
     for page in layout.filled:
         shown = keys.get(page.url) or hashlib.sha256(page.body.encode("utf-8", "surrogatepass")).hexdigest()
         made[page_path(page)] = fingerprint(kind_of(page), page.url, page.title, page.description,
-                                            page.jsonld or "", shown)
+                                            page.jsonld or "", page.canonical or "", shown)
     for path, content in layout.generated.files.items():
         made[path] = fingerprint("file", content)
     for path, fragment in (parts if parts is not None else fragments(layout, marked)).items():

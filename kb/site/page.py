@@ -14,6 +14,9 @@ class Page:
     kind: str  # cell | pointer | disambiguation | index
     updated: str | None = None  # the newest `updated` date of the cells shown (for sitemaps)
     jsonld: str | None = None  # structured data for search engines, ready for a <script> element
+    # The URL (relative to the site root, in the same folder) search engines are told to index instead:
+    # a variant page names its entry's page. Such a page is left out of the sitemap.
+    canonical: str | None = None
 
     @property
     def src(self) -> str:

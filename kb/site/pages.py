@@ -22,7 +22,7 @@ from kb.records import cause, facets, ids, prose, state
 from kb.records.cause import first_sentence
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.records.schema import Cell
-from kb.site import charts, familypages, freshness, matrix, reproduced
+from kb.site import charts, decide, familypages, freshness, matrix, reproduced
 from kb.site import stack as my_stack
 from kb.site.page import Page
 from kb.site.rulespage import rules_page
@@ -65,7 +65,7 @@ class Renderer:
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
             package_name=facets.package_name, component_name=facets.component_name, repository=facets.repository, repo_url=repo_url,
-            state_of=state.state, cause_of=cause.shown, checked_on=freshness.checked,
+            state_of=state.state, cause_of=cause.shown, checked_on=freshness.checked, page_of_string=self.page_of_string,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
         self.env.globals.update(reproduced_runs=reproduced.runs, repro_command=reproduced.command,
@@ -95,8 +95,15 @@ class Renderer:
         return page
 
     def _cell_key(self, cell: Cell) -> list[str]:
+        # How it shows up links each literal to its own page, which depends on how many cells print it.
         return ["cell", self.site.shown(cell), self.site.family_shown(cell),
-                *[self.site.shown(self.site.by_id[r.id]) for r in cell.entry.related]]
+                *[self.site.shown(self.site.by_id[r.id]) for r in cell.entry.related],
+                *[str(self.page_of_string(s.text) or "") for s in cell.entry.signatures]]
+
+    def page_of_string(self, text: str) -> str | None:
+        """The URL of a literal's own page (its variant page, or the page telling apart the failures
+        that print it), or None where the literal's page is its cell's page."""
+        return string_url(text) if self._has_string_page(text) else None
 
     def _string_key(self, text: str) -> list[str]:
         return ["string", text, *[self.site.shown(c) for c in self.site.owners[text]]]
@@ -137,15 +144,21 @@ class Renderer:
             summary = f"{len(owners)} different failures print this string: " + "; ".join(
                 c.entry.title for c in owners) + "."
             return Page(here, text, summary, self._render("disambiguation.html", here, text=text, cells=owners,
+                                                         choices=decide.choices(owners, self.site.owners),
                                                          generic=_flagged_generic(text, owners)),
                         "disambiguation", max(c.entry.updated for c in owners))
         (owner,) = owners
         e = owner.entry
         kind = next(s.kind for s in e.signatures if s.text == text)
         description = f"One way {e.title} shows up. {first_sentence(e.summary)}"
+        # One page per literal string is what a search for that string lands on, but a variant page
+        # repeats its entry's answer card: a search engine told both are pages of their own would rank
+        # the two against each other and split their links. Its canonical is the entry's page, which
+        # prints this string too (How it shows up), so the engine finds the string there.
         return Page(here, text, description,
                     self._render("pointer.html", here, text=text, kind=kind, cell=owner,
-                                 more=len(e.fixes) + len(e.workarounds) > 1), "pointer", e.updated)
+                                 more=len(e.fixes) + len(e.workarounds) > 1), "pointer", e.updated,
+                    canonical=self.site.url(owner))
 
     def indexes(self) -> list[Page]:
         pages = [Page("by/", "Browse the index", "Every way to browse the failures: by GPU, architecture, "

@@ -91,7 +91,8 @@ def literals(site) -> dict:
     sharing a string) with the literal strings a search must land it for (the first is the
     page's title unless `title` says otherwise), the cell's title, and its Pagefind filters as
     indexes into one shared list. A string several cells print is listed once, under the page
-    that tells those cells apart: a search for it lands there."""
+    that tells those cells apart: a search for it lands there. `from_source` lists the page's literals
+    assembled from a program's source rather than seen in a report (ranked after those seen)."""
     from kb.records.catalog import string_url
 
     table: dict[str, int] = {}
@@ -102,12 +103,18 @@ def literals(site) -> dict:
         flags = [table.setdefault(f, len(table)) for f in filters(cell.entry)]
         page = {"url": site.url(cell), "cell": cell.entry.title, "literals": list(dict.fromkeys(texts)),
                 "filters": flags}
+        assembled = [s.text for s in cell.entry.signatures if s.from_source and s.text in texts]
+        if assembled:
+            page["from_source"] = list(dict.fromkeys(assembled))
         if page["literals"][:1] != [cell.entry.signatures[0].text]:
             page["title"] = cell.entry.signatures[0].text  # else the title is the first literal
         pages.append(page)
     for text in shared:
-        pages.append({"url": string_url(text), "cell": f"{len(site.owners[text])} cells print this string",
-                      "literals": [text], "filters": []})
+        page = {"url": string_url(text), "cell": f"{len(site.owners[text])} failures print this string",
+                "literals": [text], "filters": []}
+        if all(s.from_source for c in site.owners[text] for s in c.entry.signatures if s.text == text):
+            page["from_source"] = [text]
+        pages.append(page)
     return {
         "version": 1,
         "passes": normalise.MAX_PASSES,
@@ -152,7 +159,7 @@ def literal_files(site) -> dict[str, str]:
     when all are common); the box fetches the shards of the `KEYS` longest uncommon words of the
     query (of its `pair_key` when all are common). Up to `ONE_FILE_BYTES` there is one shard,
     which holds every literal once. Each shard holds its literals as [literal number, page
-    number, text] and the pages they are on."""
+    number, text], with a fourth item 1 for a literal assembled from source, and the pages they are on."""
     import json
 
     data = literals(site)
@@ -179,7 +186,8 @@ def literal_files(site) -> dict[str, str]:
             page = pages[p]
             filed[k]["pages"][str(p)] = {"url": page["url"], "cell": page["cell"], "filters": page["filters"],
                                          "title": page.get("title", page["literals"][0])}
-            filed[k]["literals"].append([number, p, text])
+            assembled = text in page.get("from_source", ())
+            filed[k]["literals"].append([number, p, text] + ([1] if assembled else []))
 
     def dump(value) -> str:
         return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"

@@ -85,8 +85,12 @@ class Shell:
         return shell
 
     def fill(self, page: Page) -> str:
+        if page.canonical and page.canonical.rstrip("/").rpartition("/")[0] != page.url.rstrip("/").rpartition("/")[0]:
+            # The shell's URL token is the page's last segment: it names only a page in the same folder.
+            raise ValueError(f"{page.url}: canonical {page.canonical} is not in the page's folder")
         values = {"title": str(escape(page.title)), "description": str(escape(page.description)),
-                  "body": page.body, "jsonld": page.jsonld or "", "url": page.url.rstrip("/").rpartition("/")[2]}
+                  "body": page.body, "jsonld": page.jsonld or "",
+                  "url": (page.canonical or page.url).rstrip("/").rpartition("/")[2]}
         return "".join(values[part] if i % 2 else part for i, part in enumerate(self.parts))
 
 
@@ -133,6 +137,8 @@ def sitemap_xml(pages: list[Page], site_url: str | None) -> str:
     """The sitemap's <url> elements of `pages` (the theme lists the pages it renders itself)."""
     lines = []
     for page in pages:
+        if page.canonical:  # a sitemap lists the pages to index: this one defers to its canonical
+            continue
         lines.append(f"    <url>\n         <loc>{escape((site_url or '/') + page.url)}</loc>\n"
                      + (f"         <lastmod>{escape(page.updated)}</lastmod>\n" if page.updated else "")
                      + "    </url>")

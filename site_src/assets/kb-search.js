@@ -30,6 +30,7 @@
   var showAll = false; // "Show all N results", or a ?q= link: every result, not the first SHOWN
   var STRONG = 0.6; // a literal scoring this much is put before Pagefind's results
   var WEAK = 0.4; // below this a literal is not shown at all
+  var ASSEMBLED = 0.2; // taken off the score of a literal assembled from source (a tie goes to one seen)
   var MAX_TOKENS = 80; // words of a pasted line looked at
   var CARRIED = 8000; // characters carried over to the triage page
 
@@ -135,7 +136,7 @@
 
   function add(index, shard) {
     shard.literals.forEach(function (item) {
-      var number = item[0], p = item[1], text = item[2];
+      var number = item[0], p = item[1], text = item[2], assembled = item[3] === 1;
       if (index.held.has(number)) return;
       index.held.add(number);
       var at = index.pageAt.get(p);
@@ -163,7 +164,7 @@
       var total = 0;
       ids.forEach(function (id) { total += weight(index.vocab[id]); });
       index.strings.push({ page: at, text: text, normal: form.normal, words: form.words, ids: ids,
-                           total: total, numbers: form.numbers });
+                           total: total, numbers: form.numbers, assembled: assembled });
     });
     index.memo.clear(); // a word's matches depend on the words held
   }
@@ -298,13 +299,47 @@
       if (query.words === lit.words) score += 0.15;
       score += 0.3 * shared(query, lit.numbers);
       if (query.normal === lit.normal) score += 1;
+      // A string assembled from the program's source, not seen in a report, loses every tie and
+      // near-tie to one someone saw printed (a partial copy of it, held whole, still finds it).
+      if (lit.assembled) score -= ASSEMBLED;
+      var hit = { page: page, literal: lit.text, score: score, exact: query.normal === lit.normal,
+                  numbers: agree(query, lit.numbers) };
       var held = best.get(lit.page);
-      if (!held || score > held.score) {
-        best.set(lit.page, { page: page, literal: lit.text, score: score, exact: query.normal === lit.normal });
-      }
+      if (!held || before(hit, held) < 0) best.set(lit.page, hit);
     });
     return Array.from(best.values()).filter(function (hit) { return hit.score >= WEAK; })
-      .sort(function (a, b) { return b.score - a.score || a.page.href.localeCompare(b.page.href); });
+      .sort(function (a, b) { return before(a, b) || a.page.href.localeCompare(b.page.href); });
+  }
+
+  // The order of literal matches, each rule deciding only where the ones before tie: strong
+  // matches (STRONG) before weak ones; the query itself (once normalised); a literal whose numbers
+  // agree with the query's before one that matched only once numbers were masked (the MLA
+  // error's `Required: 102400` is not the fused-MoE config's `147456`, however many more of a
+  // pasted line's words the other literal holds); then the score. Weights could not say this: a
+  // masked literal holding every word of a pasted line outscores a shorter one with the right numbers.
+  function before(a, b) {
+    return ((b.score >= STRONG) - (a.score >= STRONG)) || (b.exact - a.exact) || (b.numbers - a.numbers)
+      || (b.score - a.score);
+  }
+
+  // Whether a literal's numbers contradict the query's: the literal has a number the query does
+  // not repeat while the query has one the literal lacks (102400 asked, 147456 held). A literal
+  // whose numbers the query all repeats (amid a log prefix's pids and times), or a query whose
+  // numbers the literal all holds (a partial copy, cut before the literal's later numbers), agrees.
+  // At a cut edge of the query its first or last number may be the start or end of the literal's.
+  function agree(query, numbers) {
+    var left = numbers.slice();
+    var endCut = /[0-9]$/.test(query.normal), startCut = /^[0-9]/.test(query.normal);
+    var last = query.numbers.length - 1, missing = 0;
+    query.numbers.forEach(function (n, i) {
+      var at = left.indexOf(n);
+      if (at < 0 && endCut && i === last) at = left.findIndex(function (m) { return m.lastIndexOf(n, 0) === 0; });
+      if (at < 0 && startCut && i === 0) {
+        at = left.findIndex(function (m) { return m.length >= n.length && m.indexOf(n, m.length - n.length) >= 0; });
+      }
+      if (at >= 0) left.splice(at, 1); else missing++;
+    });
+    return !(left.length && missing);
   }
 
   // The share of the query's numbers that the literal has too (0 when the query has none):
