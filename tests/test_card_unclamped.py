@@ -17,7 +17,7 @@ import pytest
 from browser import serve
 from conftest import ROOT
 
-ROWS = ".kb-card__cause, .kb-card__affects, .kb-card__fix, .kb-card__fix > span"
+ROWS = ".kb-card__cause, .kb-card__affects, .kb-card__fix, .kb-card__fix > div"
 VIEWPORTS = [(390, 844), (320, 640)]
 
 # For each card row: its class, and why it is cut, if it is (null when shown whole).

@@ -145,8 +145,8 @@ AGREE = {
 }
 BADGE = re.compile(r'<span class="kb-status kb-status--([a-z-]+)">')
 LEDE = re.compile(r'<p class="kb-lede">.*?</p>\s*(<p class="kb-status-reason">(.*?)</p>)?', re.S)
-READY = re.compile(r'<dd class="kb-card__fix"><span class="kb-card__do">(?:<span class="kb-card__ready">(.*?):</span>)?')
-PINNED = '<span class="kb-card__coming"><span class="kb-card__ready">Released fix, breaks a pin:</span>'
+READY = re.compile(r'<dd class="kb-card__fix"><div class="kb-card__do">(?:<span class="kb-card__ready">(.*?):</span>)?')
+PINNED = '<div class="kb-card__coming"><span class="kb-card__ready">Released fix, breaks a pin:</span>'
 
 
 def test_every_page_badge_agrees_with_its_do_now_or_says_why(live_site):
