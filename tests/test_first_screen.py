@@ -191,8 +191,9 @@ def test_do_now_label_and_remedy_are_on_screen(site, cells, browser, width, heig
 
 
 def test_the_mla_card_leads_with_the_workaround_that_works_today(site, cells, page):
-    """The MLA cell's only fix is an open pull request; its first screen names the flag that works
-    on released vLLM and leaves the pull request to the sections below."""
+    """The MLA cell's only fix is an open pull request; its first screen leads with the flag that works
+    on released vLLM, says what it costs, and names the pull request only on the row's last line,
+    "Fix proposed, not merged" (never the thing to do)."""
     cell = cells.by_id["mla-decode-fp8-kv-triton-shared-memory"]
     (flag,) = [w for w in cell.entry.workarounds if w.kind == "flag"]
     assert cell.entry.fixes and all(f.kind == "patch" for f in cell.entry.fixes)
@@ -201,7 +202,9 @@ def test_the_mla_card_leads_with_the_workaround_that_works_today(site, cells, pa
         row = page.locator(".kb-card__fix")
         assert row.locator("code").first.inner_text() == flag.what
         assert row.inner_text().startswith(f"Workaround: {flag.what}")
-        assert cell.entry.fixes[0].what not in row.inner_text()
+        assert cell.entry.fixes[0].what not in row.locator(".kb-card__do").inner_text()
+        assert row.locator(".kb-card__cost").inner_text() == f"Cost: {flag.cost}"
+        assert row.locator(".kb-card__coming").inner_text() == f"Fix proposed, not merged: {cell.entry.fixes[0].what}."
 
 
 def test_edit_and_report_links_point_at_the_record(site, cells, page):

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 from kb.records import load, remedies
 from kb.records.schema import Entry
 
 GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
+LIVE = ROOT / "kb" / "entries"
 REPO = "https://github.com/vllm-project/vllm"
 ISSUE, PR, COMMIT = f"{REPO}/issues/1", f"{REPO}/pull/2", f"{REPO}/commit/abcdef1"
 
 
-def _entry(status="under-investigation", upstream=(), components=(("vllm", None),), fixes=(), workarounds=()):
+def _entry(status="under-investigation", upstream=(), components=(("vllm", None),), fixes=(), workarounds=(),
+           pins=()):
     """The canonical good entry with its status, upstream links, components (package, fixed_in),
-    fixes (kind, what, package, applies, source) and workarounds (kind, what) replaced."""
+    fixes (kind, what, package, applies, source) and workarounds (kind, what) replaced; the fixes
+    whose what is in `pins` break a pin."""
     data = load.load(GOOD).data  # the project's reader: dates stay the strings the schema wants
     data["status"] = {"state": status, "as_of": "2026-09", "source": ISSUE}
     data["upstream"] = [{"kind": "issue", "url": ISSUE, "state": "open", "as_of": "2026-09"}] + [
@@ -25,9 +28,11 @@ def _entry(status="under-investigation", upstream=(), components=(("vllm", None)
     data["components"] = [{"package": package, "role": "triggers", **({"fixed_in": fixed_in, "fixed_by": PR} if fixed_in else {})}
                           for package, fixed_in in components]
     data["fixes"] = [{"kind": kind, "what": what, "source": source, "as_of": "2026-09",
-                      **({"package": package} if package else {}), **({"applies": applies} if applies else {})}
+                      **({"package": package} if package else {}), **({"applies": applies} if applies else {}),
+                      **({"breaks_pin": "vLLM 0.28.0 requires flashinfer-python==0.6.16.post3"} if what in pins else {})}
                      for kind, what, package, applies, source in fixes]
-    data["workarounds"] = [{"kind": kind, "what": what, "source": ISSUE, "as_of": "2026-09"} for kind, what in workarounds]
+    data["workarounds"] = [{"kind": kind, "what": what, "cost": "none stated", "source": ISSUE, "as_of": "2026-09"}
+                           for kind, what in workarounds]
     return Entry.model_validate(data)
 
 
@@ -81,6 +86,15 @@ CASES = [
      [("released", "released", ">=1"), ("setting", "a setting", None), ("workaround", "--flag", None),
       ("workaround", "patched workaround", None), ("reported", "reported upgrade", None), ("main", "on main", None),
       ("proposed", "open pull request", None), ("unmerged", "unmerged fix", None)]),
+    ("a one-line workaround that works as shipped comes before a released upgrade that breaks a pin",
+     dict(components=[("vllm", None), ("flashinfer", "0.6.18")],
+          fixes=[("version-upgrade", "flashinfer 0.6.18", "flashinfer", ">=0.6.18", ISSUE)],
+          workarounds=[("patch", "edit the kernel"), ("env-var", "X=1")], pins=["flashinfer 0.6.18"]),
+     [("workaround", "X=1", None), ("pinned", "flashinfer 0.6.18", ">=0.6.18"), ("workaround", "edit the kernel", None)]),
+    ("a merged fix that breaks a pin, released per its component, is pinned too",
+     dict(upstream=[("pr", PR, "merged")], components=[("vllm", "0.13.0")], fixes=[("patch", "the fix", "vllm", None, PR)],
+          pins=["the fix"]),
+     [("pinned", "the fix", ">=0.13.0")]),
     ("record order within a rank",
      dict(fixes=[("flag", "--b", None, None, ISSUE), ("flag", "--a", None, None, ISSUE)]),
      [("setting", "--b", None), ("setting", "--a", None)]),
@@ -91,11 +105,37 @@ CASES = [
 
 @pytest.mark.parametrize("parts, expected", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_ranked_and_do_now(parts, expected):
+    """`ranked` orders every remedy; Do now is the first a reader can do on released versions, never
+    a fix no release holds; the second line is the first such fix, or a pinned release passed over."""
     entry = _entry(**parts)
     got = remedies.ranked(entry)
     assert [(d.readiness, d.remedy.what, d.versions) for d in got] == expected
     assert [d.label for d in got] == [remedies.READY[readiness] for readiness, _, _ in expected]
-    assert remedies.do_now(entry) == (got[0] if got else None)
+    doable = [d for d in got if d.readiness in ("released", "setting", "workaround", "pinned", "reported")]
+    assert remedies.do_now(entry) == (doable[0] if doable else None)
+    first = remedies.do_now(entry)
+    later = [d for d in got if d.readiness in ("pinned", "main", "proposed", "unmerged") and d is not first]
+    assert remedies.coming(entry) == (later[0] if later and not (first and first.readiness == "released") else None)
+
+
+def test_an_unreleased_fix_is_never_the_thing_to_do():
+    """A record whose only fix is merged but unreleased has nothing to do now and says 'Fix coming'."""
+    entry = _entry(upstream=[("commit", COMMIT, "merged")], fixes=[("patch", "the fix", "vllm", None, COMMIT)])
+    assert remedies.do_now(entry) is None
+    assert (remedies.coming(entry).label, remedies.coming(entry).remedy.what) == ("Fix coming", "the fix")
+
+
+def test_the_xid13_card_leads_with_the_environment_variable():
+    """The Xid 13 entry: the FlashInfer upgrade breaks vLLM 0.28.0's pin (flashinfer-python==0.6.16.post3,
+    the wheel's Requires-Dist), so Do now is the one-line variable that works on stock 0.28.0, with
+    its cost, and the upgrade is the second line."""
+    from kb.records.state import state
+    entry = Entry.model_validate(load.load(LIVE / "xid13-fp8-cudnn-autotune-sm120.yaml").data)
+    shown = state(entry)
+    assert shown.line.text == "Workaround: VLLM_DISABLED_KERNELS=FlashInferFP8ScaledMMLinearKernel"
+    assert shown.line.code and shown.cost and "speed" in shown.cost
+    assert shown.coming.label == "Released fix, breaks a pin" and "0.6.18" in shown.coming.what
+    assert "flashinfer-python==0.6.16.post3" in entry.fixes[0].breaks_pin
 
 
 def test_the_words_for_each_readiness():
@@ -104,8 +144,9 @@ def test_the_words_for_each_readiness():
         "released": "Released fix",
         "setting": "Fix",
         "workaround": "Workaround",
+        "pinned": "Released fix, breaks a pin",
         "reported": "Upgrade, reported fixed (release not checked)",
-        "main": "Fix on main, not in a release yet",
-        "proposed": "Fix in a pull request, not merged",
-        "unmerged": "Proposed fix, not merged upstream",
+        "main": "Fix coming",
+        "proposed": "Fix proposed, not merged",
+        "unmerged": "Fix proposed, not merged",
     }

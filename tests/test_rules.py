@@ -566,36 +566,58 @@ def test_id_lock_rule_examples(tmp_path, code):
 _SUMMARY = "summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n"
 
 
+_NO_CAUSE = "# no cause\n"  # the canonical cause is dropped
+
+
 @pytest.mark.parametrize("fragment, found", [
-    # the canonical entry's mechanism: its first sentence is shown, and says why
+    # the canonical entry's cause: plain, short, says why
     ("", []),
-    # a mechanism that opens with the symptom: the error points at the mechanism and asks for a cause
-    (_SUMMARY + "mechanism: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first token. The "
-     "kernel asks for too much.\n", [("KB080", "mechanism", "repeats the summary's first sentence")]),
-    (_SUMMARY + "mechanism: |\n  " + " ".join(["word"] * 36) + ".\n", [("KB080", "mechanism", "36 words long")]),
-    # an explicit cause is checked instead of the mechanism, and shown on the card
-    (_SUMMARY + "mechanism: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first token.\n"
-     "cause: The Triton decode kernel lowers num_stages only for BLOCK_DMODEL >= 1024.\n", []),
-    (_SUMMARY + "cause: " + " ".join(["word"] * 36) + ".\n", [("KB080", "cause", "36 words long, more than the card's 35")]),
-    # few words, long line: words joined by `.` or `_` count as one (attack review): characters count too
-    (_SUMMARY + "mechanism: PLE offload never starts its worker because " + ".".join(
-        ["the_uniproc_executor_skips_spawning_it"] * 250) + " at TP 1. More follows.\n",
-     [("KB080", "mechanism", "9802 characters long, more than the card's 300")]),
+    # every entry gives one: a missing cause points at the mechanism the card would fall back to
+    (_NO_CAUSE, [("KB080", "cause", "the entry gives no `cause:`")]),
+    (_NO_CAUSE + _SUMMARY + "mechanism: The kernel asks for too much shared memory.\n",
+     [("KB080", "cause", "at most 25 words that names the mechanism")]),
+    # upper-case settings and versions are plain enough; the card shows it
+    (_SUMMARY + "cause: The Triton decode kernel lowers num_stages only for BLOCK_DMODEL >= 1024 on sm_120.\n", []),
+    (_SUMMARY + "cause: " + " ".join(["word"] * 26) + ".\n", [("KB080", "cause", "26 words long, more than the card's 25")]),
+    # no file paths, calls or code identifiers (ux-review 2026-12-05, S2-5)
+    (_SUMMARY + "cause: _decode_grouped_att_m_fwd in vllm/v1/attention/ops/triton_decode_attention.py keeps two stages.\n",
+     [("KB080", "cause", "names code a reader of the card need not know ('_decode_grouped_att_m_fwd', "
+                         "'vllm/v1/attention/ops/triton_decode_attention.py')")]),
+    (_SUMMARY + "cause: has_tma_gather() is true from capability 10, so AttentionOp::initialize() picks scatter.\n",
+     [("KB080", "cause", "('has_tma_gather()', 'AttentionOp::initialize()')")]),
+    (_SUMMARY + "cause: getMMAVersionSafe knows no version for 12.0.\n", [("KB080", "cause", "('getMMAVersionSafe')")]),
+    # few words, long line (attack review): a cause is at most 300 characters (the schema's limit, KB024),
+    # and words joined by dots are a dotted name, which KB080 refuses
+    (_SUMMARY + "cause: PLE offload never starts because the.uniproc.executor.skips.spawning.it at TP 1.\n",
+     [("KB080", "cause", "('the.uniproc.executor.skips.spawning.it')")]),
     (_SUMMARY + "cause: An MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n",
      [("KB080", "cause", "repeats the summary's first sentence (100% of its words")]),
 ])
 def test_kb080_cause_line(tmp_path, fragment, found):
     path = _cell(tmp_path, "a", fragment)
-    if "cause:" not in fragment:  # the card shows the mechanism's first sentence: drop the canonical cause
+    if fragment.startswith(_NO_CAUSE):
         path.write_text(re.sub(r"^cause: >-\n(?:  .*\n)+", "", path.read_text(encoding="utf-8"), flags=re.M),
                         encoding="utf-8")
         assert "cause:" not in path.read_text(encoding="utf-8")
     problems = lint.check([tmp_path]).problems
     assert [(p.code, p.loc) for p in problems] == [(code, loc) for code, loc, _ in found]
     for problem, (_, loc, words) in zip(problems, found):
-        assert words in problem.message
-        assert problem.line == _line(path, f"{loc}:")
+        assert words in problem.message, problem.message
+        where = "mechanism:" if fragment.startswith(_NO_CAUSE) else f"{loc}:"  # a missing cause: its fallback's line
+        assert problem.line == _line(path, where)
         assert f"a.yaml:{problem.line}: {loc}: " in problem.format() and problem.format().endswith("[KB080]")
+
+
+def test_kb095_every_workaround_says_its_cost(tmp_path):
+    """A workaround without `cost:` is refused at its own line, naming the field and what to write."""
+    path = _cell(tmp_path, "a", "workarounds:\n  - kind: flag\n    what: --kv-cache-dtype auto\n"
+                 "    source: https://github.com/vllm-project/vllm/issues/53748\n    as_of: 2026-09\n"
+                 "  - kind: env-var\n    what: X=1\n    cost: The source gives no cost.\n"
+                 "    source: https://github.com/vllm-project/vllm/issues/53748\n    as_of: 2026-09\n")
+    (problem,) = lint.check([tmp_path]).problems
+    assert (f"a.yaml:{_line(path, '  - kind: flag')}: workarounds[0].cost: the workaround does not say what it "
+            "costs: add `cost:`") in problem.format()
+    assert problem.format().endswith("(got '--kv-cache-dtype auto') [KB095]")
 
 
 def test_cause_is_plain_text_of_the_mechanisms_first_sentence():

@@ -27,9 +27,10 @@ def _status(state: str, reason: str | None = None) -> Status:
     return Status.model_validate({"state": state, "as_of": "2026-12", "source": PR, "reason": reason})
 
 
-def _upgrade(applies: str | None = ">=3.6.0", source: str = ISSUE) -> Remedy:
+def _upgrade(applies: str | None = ">=3.6.0", source: str = ISSUE, pin: bool = False) -> Remedy:
     return Remedy.model_validate({"kind": "version-upgrade", "what": "Triton 3.6.0 or newer", "package": "triton",
-                                  "applies": applies, "source": source, "as_of": "2026-12"})
+                                  "applies": applies, "source": source, "as_of": "2026-12",
+                                  **({"breaks_pin": "torch 2.9.0 requires triton==3.5.0"} if pin else {})})
 
 
 def _setting() -> Remedy:
@@ -53,7 +54,7 @@ def _entry(state: str, reason: str | None = None, *, fixes=None, workarounds=Non
 
 
 RELEASED, WORKAROUND, REPORTED, MAIN = "Released fix", "Workaround", "Upgrade, reported fixed (release not checked)", \
-    "Fix on main, not in a release yet"
+    "Fix coming"
 
 # (what the record is, entry, badge key, Do-now label, Do-now text starts with, whether badge and Do-now disagree)
 CASES = [
@@ -76,9 +77,12 @@ CASES = [
     ("fixed-main leading with an upgrade a thread names (S1-3, the TensorRT-LLM entry)",
      _entry("fixed-main", fixes=[_upgrade(applies=None, source=PR)], workarounds=[], upstream=[MERGED]),
      "fixed-main", REPORTED, REPORTED + ": Triton 3.6.0 or newer", True),
-    ("fixed-main with its commit and no remedy",
+    ("fixed-main with its commit and no remedy: nothing to do yet, the commit is the second line",
      _entry("fixed-main", fixes=[], workarounds=[], components=[_triton(fixed_commit="1a2b3c4d5e6f")]),
-     "fixed-main", MAIN, MAIN + ": Triton main, commit 1a2b3c4d5e", False),
+     "fixed-main", None, NOTHING_KNOWN, False),
+    ("fixed-release whose release breaks a pin: the workaround that works as shipped leads (S2-6, Xid 13)",
+     _entry("fixed-release", fixes=[_upgrade(pin=True)], components=[_triton(fixed_in="3.6.0", fixed_by=PR)],
+            upstream=[MERGED]), "fixed-release", WORKAROUND, "Workaround: --kv-cache-dtype auto", False),
     ("workaround-only leading with a setting called a fix (S1-3, the NCCL P2P hang)",
      _entry("workaround-only", fixes=[_setting()]), "workaround-only", "Fix", "Fix: Turn the IOMMU off", True),
     ("under-investigation with nothing known", _entry("under-investigation", fixes=[], workarounds=[]),
@@ -97,6 +101,23 @@ def test_state_of_a_record(name, entry, key, label, text, differs):
     assert (disagreement(entry) is not None) == differs, disagreement(entry)
 
 
+def test_the_second_line_is_what_no_release_holds_or_the_pinned_release():
+    """The row's second line: a merged commit in no release is 'Fix coming', the open pull request of
+    the canonical entry 'Fix proposed, not merged', a release that breaks a pin is named as such; a
+    released fix leading the row has none (a fix still to come is no news)."""
+    cases = [(_entry("fixed-main", fixes=[], workarounds=[], components=[_triton(fixed_commit="1a2b3c4d5e6f")]),
+              MAIN + ": Triton main, commit 1a2b3c4d5e"),
+             (_entry("fix-proposed"), "Fix proposed, not merged: "),
+             (_entry("fixed-release", fixes=[_upgrade(pin=True)], components=[_triton(fixed_in="3.6.0", fixed_by=PR)],
+                     upstream=[MERGED]), "Released fix, breaks a pin: Triton 3.6.0 or newer"),
+             (_entry("fixed-release", fixes=[], components=[_triton(fixed_in="3.6.0", fixed_by=PR)], upstream=[MERGED]),
+              None)]
+    for entry, second in cases:
+        coming = state(entry).coming
+        assert (coming.text if coming else None) == second if second is None else coming.text.startswith(second), \
+            (coming, second)
+
+
 def test_the_reason_is_the_records_and_does_not_change_the_badge():
     entry = _entry("workaround-only", "No release was checked.", fixes=[_upgrade()])
     shown = state(entry)
@@ -105,7 +126,8 @@ def test_the_reason_is_the_records_and_does_not_change_the_badge():
 
 
 def test_more_counts_the_remedies_the_row_does_not_show():
-    assert state(CANONICAL).more == len(CANONICAL.fixes) + len(CANONICAL.workarounds) - 1
+    # the canonical row shows the flag and, on its second line, the open pull request: neither is "more"
+    assert state(CANONICAL).more == len(CANONICAL.fixes) + len(CANONICAL.workarounds) - 2
     led_by_release = CASES[4][1]
     assert state(led_by_release).now is None and state(led_by_release).more == len(led_by_release.workarounds)
 
@@ -113,17 +135,18 @@ def test_more_counts_the_remedies_the_row_does_not_show():
 # A badge and the Do-now label it may stand above without a reason below it, read from the page
 # alone (the labels are kb.records.remedies.READY's words).
 AGREE = {
-    "fixed-release": {RELEASED},
-    "fixed-main": {MAIN, WORKAROUND, "Fix", "Fix in a pull request, not merged", "Proposed fix, not merged upstream"},
-    "fix-proposed": {WORKAROUND, "Fix", "Fix in a pull request, not merged", "Proposed fix, not merged upstream", None},
+    "fixed-release": {RELEASED, WORKAROUND},  # a workaround only above a released fix that breaks a pin (PINNED)
+    # a fix on main is never the thing to do (S2-6): a workaround or nothing leads, "Fix coming" is below
+    "fixed-main": {WORKAROUND, "Fix", None},
+    "fix-proposed": {WORKAROUND, "Fix", None},
     "workaround-only": {WORKAROUND},
     "device-limit": {WORKAROUND, None},
-    "under-investigation": {WORKAROUND, "Fix", "Fix in a pull request, not merged", "Proposed fix, not merged upstream",
-                            None},
+    "under-investigation": {WORKAROUND, "Fix", None},
 }
 BADGE = re.compile(r'<span class="kb-status kb-status--([a-z-]+)">')
 LEDE = re.compile(r'<p class="kb-lede">.*?</p>\s*(<p class="kb-status-reason">(.*?)</p>)?', re.S)
-READY = re.compile(r'<dd class="kb-card__fix">(?:<span class="kb-card__ready">(.*?):</span>)?')
+READY = re.compile(r'<dd class="kb-card__fix"><div class="kb-card__do">(?:<span class="kb-card__ready">(.*?):</span>)?')
+PINNED = '<div class="kb-card__coming"><span class="kb-card__ready">Released fix, breaks a pin:</span>'
 
 
 def test_every_page_badge_agrees_with_its_do_now_or_says_why(live_site):
@@ -141,7 +164,9 @@ def test_every_page_badge_agrees_with_its_do_now_or_says_why(live_site):
         where = path.parent.name
         if badges != {badge}:
             wrong.append(f"{where}: badges {sorted(badges)} on one page")
-        if label not in AGREE[badge] and not lede.group(1):
+        pinned_below = badge == "fixed-release" and label == WORKAROUND and PINNED in text
+        if (label not in AGREE[badge] or (badge == "fixed-release" and label == WORKAROUND and not pinned_below)) \
+                and not lede.group(1):
             wrong.append(f"{where}: badge {badge!r} above Do-now {label!r} and no reason below the badge")
         cell = by_url.get(f"e/{where}/")
         if cell is not None:

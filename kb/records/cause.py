@@ -1,9 +1,11 @@
 """The one-line cause a cell's answer card shows: why the failure happens, not how it shows.
 
-A record may say it in its own `cause:` (one sentence); otherwise the cause is the first sentence
-of its mechanism, as plain text (Markdown code spans, emphasis and links reduced to their words).
-The linter (KB080) checks that the cause shown does not repeat the summary's first sentence (the
-symptom, which "What it is" prints) and stays short. Data only: the renderer and the linter call
+Every record says it in its own `cause:`, one sentence in plain words (the linter, KB080, requires
+it: the mechanism's first sentence, which the card showed before, was code trivia on 13 entries,
+ux-review 2026-12-05 S2-5). A record that still lacks one shows the mechanism's first sentence, as
+plain text, until it is fixed. KB080 checks that the cause names the mechanism in at most MAX_WORDS
+words, names no file path or function (`code_names`), and does not repeat the summary's first
+sentence (the symptom, which "What it is" prints). Data only: the renderer and the linter call
 these functions, nothing here renders HTML.
 """
 
@@ -16,7 +18,9 @@ from functools import cache
 _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+(?:[._'][a-z0-9]+)*")
 
-MAX_WORDS = 35  # a cause longer than this is a paragraph, not a line (KB080)
+# A cause longer than this is a paragraph, not a line (KB080): a phone shows 25 words in about
+# four lines of the card (the review's bar, S2-5).
+MAX_WORDS = 25
 # ... and in characters: `a.b.c` and `a_b_c` are one word, so words alone let a 10,000-character
 # run through (attack review). The 71 cells of 2026-12-05 show causes of at most 219 characters.
 MAX_CHARS = 300
@@ -77,3 +81,26 @@ def overlap(cause: str, summary: str) -> float:
     if not mine:
         return 1.0
     return len(mine & set(words(first_sentence(summary)))) / len(mine)
+
+
+# Code a reader of the card need not know: a file path (`vllm/v1/attention/ops/x.py`, `target_info.py`),
+# a call (`has_tma_gather()`, `AttentionOp::initialize()`) or an identifier made of words joined by
+# underscores or with a capital inside (`_decode_grouped_att_m_fwd`, `getMMAVersionSafe`).
+# Upper-case names with underscores (`BLOCK_DMODEL`, `VLLM_USE_V1`) are settings a reader may set,
+# and versions and sizes (`0.6.18`, `sm_120`, `12.0`) are not code; they pass.
+_CODE_NAMES = re.compile(
+    r"[\w.-]*[a-z][\w-]*/[\w./-]+"  # a path with a slash
+    r"|\b[\w-]+\.(?:py|pyx|cu|cuh|cpp|cc|c|h|hpp|cmake|txt|yaml|json|so)\b"  # a file name
+    r"|\b[A-Za-z_][\w.]*(?:::[\w]+)*\(\)"  # a call: name() or Class::method()
+    r"|\b\w+::\w+"  # a C++ scope
+    r"|(?<![\w.])_*[a-z][a-z0-9]*(?:_[a-z0-9]+){2,}\b|(?<![\w.])_[a-z]\w*"  # snake_case of 3+ parts, or _private
+    r"|\b[a-z]+[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*\b"  # camelCase: getMMAVersionSafe
+    r"|\b[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*){2,}\b"  # a dotted attribute: torch.cuda.is_available
+)
+# Library names written in camelCase or as a file name are names a reader searches for, not code.
+PRODUCT_NAMES = frozenset({"cuBLASLt", "cuSPARSELt", "nvFuser", "llama.cpp", "whisper.cpp"})
+
+
+def code_names(text: str) -> list[str]:
+    """The file paths and function or identifier names in `text`, in order (KB080 refuses them)."""
+    return [m.group() for m in _CODE_NAMES.finditer(text) if m.group() not in PRODUCT_NAMES]

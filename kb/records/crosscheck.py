@@ -22,7 +22,7 @@ from kb.records import confusables, facets, patterns, reproduction, scan
 from kb.records.load import dotted
 from kb.records.normalise import normalise
 from kb.records.problems import Problem
-from kb.records.prosecheck import _cause_line, _harmless_headline
+from kb.records.prosecheck import _cause_line, _harmless_headline, _workaround_costs
 from kb.records.schema import Cell
 from kb.records.slug import slug
 from kb.records.state import disagreement
@@ -100,6 +100,7 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
         problems.extend(scan.problems(cell, pins))
         problems.extend(_harmless_headline(cell))
         problems.extend(_cause_line(cell))
+        problems.extend(_workaround_costs(cell))
     return problems
 
 

@@ -3,8 +3,9 @@
 Per file, on its loaded data (kb.records.lint's per-file pipeline): TODO markers left by `kb new`
 (KB046) and the index's own words in the prose a page shows (KB082, `prose_field`). Per cell,
 called by the cross-record checks (kb.records.crosscheck) on validated cells: a first signature
-that reads as a healthy run's INFO line (KB063) and a Cause line too long or repeating the
-summary (KB080). Each hands on a list of Problems.
+that reads as a healthy run's INFO line (KB063), a missing Cause line or one too long, naming code
+or repeating the summary (KB080), and a workaround that does not say what it costs (KB095). Each
+hands on a list of Problems.
 """
 
 from __future__ import annotations
@@ -48,16 +49,19 @@ def _harmless_headline(cell: Cell) -> list[Problem]:
 
 
 def _cause_line(cell: Cell) -> list[Problem]:
-    """KB080: the card's Cause line (the record's `cause:`, else the mechanism's first sentence,
-    `kb.records.cause`) says why, in one short line: at most MAX_WORDS words, and not a repeat of
-    the summary's first sentence (the symptom): less than MAX_OVERLAP of its words are that
-    sentence's words."""
+    """KB080: every entry gives a `cause:`, the card's Cause line (`kb.records.cause`): why it
+    happens, in plain words and one short line: at most MAX_WORDS words, no file path or function
+    name, and not a repeat of the summary's first sentence (the symptom): less than MAX_OVERLAP of
+    its words are that sentence's words."""
     e = cell.entry
-    line = cause.shown(e)
-    loc = ("cause",) if e.cause else ("mechanism",)
-    where = "cause" if e.cause else "the mechanism's first sentence, which the card shows as the cause,"
-    fix = ("shorten it" if e.cause else
-           "add a `cause:` line: one sentence, in this record's own words, taken from its mechanism")
+    if not e.cause:
+        return [Problem(cell.path, cell.line_of(("mechanism",)), "cause",
+                        "the entry gives no `cause:`, so the card shows the mechanism's first sentence: add "
+                        f"`cause:`, one plain sentence of at most {cause.MAX_WORDS} words that names the mechanism "
+                        "(why it happens), taken from the mechanism, with no file paths or function names",
+                        "KB080", cause.derived(e))]
+    line, loc, fix = e.cause, ("cause",), "shorten it"
+    where = "cause"
     problems = []
     count = len(cause.words(line))
     if count > cause.MAX_WORDS:
@@ -68,13 +72,28 @@ def _cause_line(cell: Cell) -> list[Problem]:
         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                 f"{where} is {len(line)} characters long, more than the card's {cause.MAX_CHARS}: "
                                 f"{fix}", "KB080", line))
+    code = cause.code_names(line)
+    if code:
+        problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
+                                f"{where} names code a reader of the card need not know ({', '.join(map(repr, code))}): "
+                                "say what it does in plain words; the mechanism below keeps the names", "KB080", line))
     share = cause.overlap(line, e.summary)
     if share >= cause.MAX_OVERLAP:
         problems.append(Problem(cell.path, cell.line_of(loc), dotted(loc),
                                 f"{where} repeats the summary's first sentence ({share:.0%} of its words are that "
                                 f"sentence's, at most {cause.MAX_OVERLAP:.0%} may be): say why it happens, not how "
-                                f"it shows" + ("" if e.cause else f"; {fix}"), "KB080", line))
+                                f"it shows", "KB080", line))
     return problems
+
+
+def _workaround_costs(cell: Cell) -> list[Problem]:
+    """KB095: every workaround says what it costs the reader (memory, speed, a feature given up), as
+    its source says, or says in words that the source does not tell."""
+    return [Problem(cell.path, cell.line_of(("workarounds", i)), f"workarounds[{i}].cost",
+                    "the workaround does not say what it costs: add `cost:`, what the reader gives up (memory, "
+                    "speed, a feature) as its source says it, or 'The source gives no cost.' and what it turns off",
+                    "KB095", w.what)
+            for i, w in enumerate(cell.entry.workarounds) if not w.cost]
 
 
 # KB046: `kb new` writes prose placeholders as TODO markers; literal signatures are exempt

@@ -295,7 +295,7 @@ RULES = {rule.code: rule for rule in [
     RuleDoc("KB063", "headline-is-the-failure", "A cell's first signature, its page's heading, is how the failure shows, never a line a healthy run prints too: a first signature of kind log-line may not read as INFO or WARNING level, that is name a level (INFO, DEBUG, WARNING, a glog I or W prefix) or report progress (registered, loaded, using, ...) without a word of failure (error, failed, fatal, assert, invalid, not supported, exceeds, ...). Put the exception, the error line or a symptom first and keep the line after it.",
             good='signatures:\n  - {text: "VLLM_PLE_CPU_OFFLOAD=1 hangs at warmup with no PleOffloadWorker process", kind: symptom}\n  - {text: "PleOffload: registered 1 PleOffloadLayer(s)", kind: log-line, note: Last log line before the hang.}\n',
             bad='signatures:\n  - {text: "PleOffload: registered 1 PleOffloadLayer(s)", kind: log-line, note: Last log line before the hang.}\n  - {text: "VLLM_PLE_CPU_OFFLOAD=1 hangs at warmup with no PleOffloadWorker process", kind: symptom}\n'),
-    RuleDoc("KB080", "cause-says-why", "The answer card's Cause line says why the failure happens, in one line: the record's `cause:` (one sentence), else the mechanism's first sentence (as plain text), is at most 35 words and 300 characters (`a.b.c` is one word) and does not repeat the summary's first sentence, the symptom: less than 70% of its distinct words may be words of that sentence.",
+    RuleDoc("KB080", "cause-says-why", "Every entry gives `cause:`, the answer card's Cause line: why the failure happens, in one plain sentence that names the mechanism, at most 25 words and 300 characters (`a.b.c` is one word), with no file path (`vllm/x.py`, `setup.py`) or function or identifier name (`has_tma_gather()`, `Class::method`, `_decode_fwd`, `getMMAVersion`, `torch.cuda.is_available`; upper-case settings such as BLOCK_DMODEL pass), and not a repeat of the summary's first sentence, the symptom: less than 70% of its distinct words may be words of that sentence.",
             good="summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n"
                  "cause: The Triton decode kernel lowers num_stages only when BLOCK_DMODEL >= 1024, and MLA fixes it at 512.",
             bad="summary: Serving an MLA model with an fp8 KV cache on sm_120 dies on the first generated token.\n"
@@ -370,6 +370,12 @@ RULES = {rule.code: rule for rule in [
     RuleDoc("KB094", "scan-proves-range", "A component's range agrees with the scan of its released wheels: a scanned version without SASS the scan's architecture loads lies in affected (or its build label in builds), a version with it lies outside both and outside seen_failing, no version from fixed_in on lacks it, and a scanned component gives a range at all. The message names the scan, the wheel file and the images cuobjdump listed.",
             good=_bnb("<0.45.3") + _bnb_scan(),
             bad=_bnb("<0.45.2") + _bnb_scan()),
+    RuleDoc("KB095", "workaround-cost", "Every workaround says what it costs the reader in `cost:` (the memory, speed or feature it gives up), as its source says it, or says in words that the source gives no cost and what the workaround turns off; never a guessed number. The card shows it under Do now.",
+            good="workarounds:\n  - kind: flag\n    what: --kv-cache-dtype auto\n"
+                 "    cost: Keeps the KV cache in bf16, two bytes a value instead of fp8's one, so it holds half the tokens.\n"
+                 "    source: https://github.com/vllm-project/vllm/issues/53748\n    as_of: 2026-09\n",
+            bad="workarounds:\n  - kind: flag\n    what: --kv-cache-dtype auto\n"
+                "    source: https://github.com/vllm-project/vllm/issues/53748\n    as_of: 2026-09\n"),
 ]}
 
 

@@ -517,6 +517,13 @@ class Remedy(Record):
     note: LongText | None = None
     package: Package | None = None
     applies: Specifier | None = None
+    # What the remedy costs the reader (memory, speed, a feature given up), as its source says, or
+    # that the source does not say: every workaround gives one (KB095), the card shows it.
+    cost: Text | None = None
+    # The pin of a released package this upgrade breaks ("vLLM 0.28.0 requires
+    # flashinfer-python==0.6.16.post3"): a workaround that works on the stack as shipped goes before
+    # it (kb.records.remedies).
+    breaks_pin: Text | None = None
     source: SourceUrl
     as_of: AsOf
 
@@ -580,8 +587,9 @@ class Entry(Record):
 
     title: Text
     summary: LongText
-    # Why it happens, in one sentence: the answer card's Cause line (kb.records.cause). Without it
-    # the card shows the mechanism's first sentence; KB080 checks the one shown.
+    # Why it happens, in one plain sentence: the answer card's Cause line (kb.records.cause). Every
+    # entry gives one (KB080 requires and checks it); optional here so that a missing one is a lint
+    # problem reported with the others, not a load failure.
     cause: Text | None = None
     # What a stack must use or pass for the failure to happen (a flag, a model kind), when the record
     # says it: My stack shows the entry as "applies when you use or pass" it.

@@ -7,7 +7,9 @@ exports. Before this they each read `status.state` and the remedies on their own
 said "Workaround only" above a Do-now row that said "Released fix" (ux-review 2026-12-05, S1-3).
 
 The badge is the record's `status.state`; the Do-now line is `kb.records.remedies.do_now`, or,
-where the entry has neither fix nor workaround, the release or commit its components name.
+where the entry has no remedy a reader can do today, the release its components name; the second
+line, `coming`, is the fix no release holds yet (`kb.records.remedies.coming`, else the commit its
+components name), never the thing to do.
 `disagreement` says where the two tell a different story (a released fix under a badge that says
 there is none, a badge that says fixed in a release with no release named); the linter (KB086)
 refuses such a record unless its status gives `reason`, which pages show below the badge, never
@@ -59,6 +61,8 @@ class State:
     readiness: str | None  # how ready the Do-now line is (a remedies.READY key), None when nothing is known
     line: Line
     more: int  # the fixes and workarounds the row does not show (they are below, on the entry's page)
+    coming: Line | None = None  # "Fix coming: ...", the row's second line; None when no unreleased fix is known
+    cost: str | None = None  # what the remedy shown costs, as its record says
 
     @property
     def words(self) -> str:
@@ -67,9 +71,10 @@ class State:
 
 def _line(entry: Entry, now: remedies.DoNow | None) -> tuple[remedies.DoNow | None, str | None, Line]:
     """(the remedy shown, readiness, the Do-now line) of an entry whose remedies lead with `now`."""
-    released = [c for c in entry.components if c.fixed_in]
     # A release the components name is a released fix even where no remedy spells it out: it goes
-    # before a workaround or an unreleased fix, as kb.records.remedies orders remedies.
+    # before a workaround, as kb.records.remedies orders remedies, unless a fix says moving to it
+    # breaks a pin (then the workaround that works as shipped goes first).
+    released = [c for c in entry.components if c.fixed_in and not remedies.pin_broken(entry, c.package)]
     if now is not None and (now.readiness == RELEASED or not released):
         remedy = now.remedy
         package = facets.package_name(remedy.package) if remedy.package and now.versions else ""
@@ -77,18 +82,34 @@ def _line(entry: Entry, now: remedies.DoNow | None) -> tuple[remedies.DoNow | No
     if released:
         return None, RELEASED, Line(remedies.READY[RELEASED], "; ".join(
             f"{facets.package_name(c.package)} {c.fixed_in} or newer" for c in released))
-    landed = [c for c in entry.components if c.fixed_commit]
-    if landed:
-        return None, "main", Line(remedies.READY["main"], "; ".join(
-            f"{facets.package_name(c.package)} main, commit {c.fixed_commit[:10]}" for c in landed))
     return None, None, Line(None, NOTHING_KNOWN)
 
 
+def _coming(entry: Entry, shown: remedies.DoNow | None) -> tuple[remedies.DoNow | None, Line | None]:
+    """The card's second line: the fix no release holds yet (kb.records.remedies.coming), else the
+    commit a component names, with the remedy it shows (None for a commit); no line when Do now is
+    already a released fix."""
+    if shown is None and any(c.fixed_in for c in entry.components if not remedies.pin_broken(entry, c.package)):
+        return None, None  # Do now names the release the components give: a fix still to come is no news
+    later = remedies.coming(entry)
+    if later is not None:
+        remedy = later.remedy
+        return later, Line(later.label, remedy.what, remedy.kind in ("flag", "env-var"))
+    landed = [c for c in entry.components if c.fixed_commit and not c.fixed_in]
+    if landed and (shown is None or shown.readiness != RELEASED):
+        return None, Line(remedies.READY["main"], "; ".join(
+            f"{facets.package_name(c.package)} main, commit {c.fixed_commit[:10]}" for c in landed))
+    return None, None
+
+
 def state(entry: Entry) -> State:
-    """The one state of `entry`: its badge, the Do-now line and the reason the record gives."""
+    """The one state of `entry`: its badge, the Do-now line, the fix to come and the record's reason."""
     shown, readiness, line = _line(entry, remedies.do_now(entry))
+    later, coming = _coming(entry, shown)
+    counted = (1 if shown else 0) + (1 if later else 0)
     return State(entry.status.state, entry.status.reason, shown, readiness, line,
-                 len(entry.fixes) + len(entry.workarounds) - (1 if shown else 0))
+                 len(entry.fixes) + len(entry.workarounds) - counted, coming,
+                 shown.remedy.cost if shown else None)
 
 
 def disagreement(entry: Entry) -> str | None:
@@ -96,14 +117,17 @@ def disagreement(entry: Entry) -> str | None:
 
     A badge agrees with its record when: fixed-release names the release (a component's fixed_in)
     and leads with a released fix; a component's fixed_in, or a Do-now line that is a released fix,
-    comes with fixed-release; no badge that says there is no fix in code (workaround-only,
+    comes with fixed-release (a released fix that breaks a pin may follow a workaround); no badge that says there is no fix in code (workaround-only,
     device-limit, under-investigation, fix-proposed) leads with an upgrade or with a setting called
     a fix; fixed-main never leads with an upgrade a thread says a release carries."""
     s = state(entry)
     named = [c.package for c in entry.components if c.fixed_in]
     words = f"the badge says {s.words!r}"
     if s.key == "fixed-release":
-        if s.readiness != RELEASED:
+        # A released fix that breaks a pin still makes the badge true; the row leads with the
+        # workaround that works as shipped and the release is on the entry's page.
+        pinned = any(d.readiness == "pinned" for d in remedies.ranked(entry))
+        if s.readiness != RELEASED and not pinned:
             return f"{words}, but the Do-now row leads with {s.line.label or 'nothing'!r}, not a released fix"
         if not named:
             return (f"{words}, but no component names the first release that holds the fix (its fixed_in); "
