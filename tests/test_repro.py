@@ -22,6 +22,12 @@ REPRODUCED = {"triton-ptxas-sm120-gpu-name-not-defined", "triton-ptxas-sm121a-gp
               "flashinfer-aot-cvt-e2m1x2-not-supported-sm120", "llama-cpp-mxfp4-mma-block-scale-plain-sm120-target",
               "triton-tma-scatter4-not-supported-sm12x", "triton-tma-gather4-shared-cluster-ptxas-sm12x"}
 END_TO_END = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
+# The entries whose literal Triton itself prints when it compiles for capability 120/121 with no GPU
+# (same notes, §2): a kernel of ours, or the released vLLM wheel's MLA decode kernel.
+TRITON = {"triton-getmmaversionsafe-compute-capability-not-supported-sm120",
+          "triton-llvm-sm120-unrecognized-shfl-sync-cannot-select", "triton-ptxas-sm120-gpu-name-not-defined",
+          "triton-ptxas-sm121a-gpu-name-not-defined", "mla-decode-fp8-kv-triton-shared-memory"}
+MLA = "mla-decode-fp8-kv-triton-shared-memory"
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +41,7 @@ def _reproductions(cells):
 
 def test_the_reproduced_entries_carry_a_recorded_run(cells):
     assert {cell.id for cell, _, _ in _reproductions(cells)} >= REPRODUCED
+    assert {cell.id for cell, _, r in _reproductions(cells) if r.run.tool == "triton"} == TRITON
     assert all(r.printed is not None for _, _, r in _reproductions(cells))
 
 
@@ -51,7 +58,10 @@ def test_every_tool_version_is_the_pinned_release_and_in_the_entrys_ranges(cells
     pins = reproduction.locked()
     for cell, i, r in _reproductions(cells):
         assert (r.install.package, r.install.version) in pins, (cell.id, i)
-        assert r.printed.tool_version.endswith(f"V{r.install.version}"), (cell.id, i, r.printed.tool_version)
+        version = reproduction.VERSION_LINE[r.run.tool].search(r.printed.tool_version)
+        assert version and version.group(1) == r.install.version, (cell.id, i, r.printed.tool_version)
+        if r.kernel is not None:
+            assert (r.kernel.package, r.kernel.version) in pins, (cell.id, i)
         assert (reproduction.INPUTS / r.run.input).is_file()
         for component in cell.entry.components:
             if component.affected and component.package in reproduction.TOOL_COMPONENTS[r.install.package]:
@@ -148,3 +158,65 @@ def test_end_to_end_ok_then_differs_then_written(tmp_path, capsys, monkeypatch):
     # the run is recorded again (its date is today's; everything else as before)
     assert copy.read_text(encoding="utf-8").split("date: ")[0] == recorded.split("date: ")[0]
     assert cli.main(["repro", END_TO_END, "--entries", str(entries), *extra]) == 0
+
+
+# --- the triton kind ----------------------------------------------------------------------------
+
+
+def _with_triton_repro(tmp_path, cells, old: str, new: str):
+    """The MLA entry copied with one edit of its triton reproduction; the KB091/KB024 problems."""
+    cell = next(c for c in cells if c.id == MLA)
+    text = cell.path.read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / cell.path.name).write_text(text.replace(old, new, 1), encoding="utf-8")
+    return [p for p in lint.check([tmp_path]).problems if p.code in ("KB024", "KB090", "KB091")]
+
+
+def test_a_triton_reproduction_lints_clean(tmp_path, cells):
+    assert _with_triton_repro(tmp_path, cells, "exit: 1", "exit: 1") == []
+
+
+@pytest.mark.parametrize("old, new, loc, says", [
+    ('input: "triton_compile.py"', 'input: "empty-sm120.ptx"', "reproductions[0].run.input", "triton reads a .py file"),
+    ('version: "0.27.1", path', 'version: "0.27.0", path', "reproductions[0].kernel",
+     "vllm==0.27.0 is not pinned in kb/repro/tools.lock"),
+    ('"--num-warps=4"', '"-num-warps=4"', "reproductions[0].run.args[4]", "a triton argument must be one driver"),
+    ('tool: "triton"', 'tool: "ptxas"', "reproductions[0].kernel", "only a triton run compiles a kernel"),
+    ('tool_version: "triton 3.7.0"', 'tool_version: "triton 3.6.0"', "reproductions[0].printed.tool_version",
+     "must name the installed release 3.7.0"),
+    ("Required: 102400, Hardware", "Required: 98304, Hardware", "reproductions[0].printed.output",
+     "shows none of this entry's signatures"),
+])
+def test_a_bad_triton_reproduction_names_its_field(tmp_path, cells, old, new, loc, says):
+    found = _with_triton_repro(tmp_path, cells, old, new)
+    assert [p.loc for p in found if says in p.message] == [loc], [p.format() for p in found]
+
+
+@pytest.mark.parametrize("arg", ["--kernel-file=/etc/passwd", "--args=a b", "--capability", "-o=x"])
+def test_a_triton_argument_that_could_name_a_path_or_is_no_option_is_refused(tmp_path, cells, arg):
+    found = _with_triton_repro(tmp_path, cells, '"--num-warps=4"', f'"{arg}"')
+    assert any(p.loc.startswith("reproductions[0].run.args") for p in found), [p.format() for p in found]
+
+
+def test_the_triton_command_names_the_wheel_it_reads(cells):
+    r = next(c for c in cells if c.id == MLA).entry.reproductions[0]
+    assert r.command().startswith("python triton_compile.py --capability=121 --kernel=_fwd_grouped_kernel_stage1 ")
+    assert r.command().endswith(" --kernel-file=<vllm 0.27.1 wheel>/vllm/v1/attention/ops/triton_decode_attention.py")
+
+
+def test_the_drivers_output_is_compared_as_recorded(cells):
+    """kb repro's comparison on a recorded Triton run (no download): the same output is ok; another
+    shared-memory figure differs line by line and no longer shows the literal."""
+    from kb.repro import run
+
+    cell = next(c for c in cells if c.id == MLA)
+    recorded = cell.entry.reproductions[0].printed
+    assert run.differences(cell.entry, recorded, recorded) == []
+    other = recorded.model_copy(update={"output": recorded.output.replace("102400", "98304")})
+    found = run.differences(cell.entry, recorded, other)
+    assert found[0] == "prints none of the entry's signatures (compared as kb match compares)"
+    assert "-triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 102400, Hardware " \
+           "limit: 101376. Reducing block sizes or `num_stages` may help." in found
+    # the whole GB10 table is in the recorded output, each figure compiled from vLLM's kernel
+    for figure in ("shared=59392", "shared=63488", "shared=83968", "shared=102400"):
+        assert figure in recorded.output

@@ -30,14 +30,20 @@ REPRO = Path(__file__).resolve().parent.parent / "repro"  # the lock and the inp
 LOCK = REPRO / "tools.lock"
 INPUTS = REPRO / "inputs"
 
-# The tools a reproduction can run, and where each sits in the wheel pip installs (a cu12 wheel
-# keeps it under nvidia/cuda_nvcc/bin/, a 13.x one under nvidia/cu13/bin/).
-TOOLS = {"ptxas": "nvidia/*/bin/ptxas"}
+# The tools a reproduction can run, and the file that shows the release pip installed holds it: ptxas
+# is an executable (a cu12 wheel keeps it under nvidia/cuda_nvcc/bin/, a 13.x one under nvidia/cu13/bin/);
+# triton is a package, run as `python DRIVER.py` with the release on sys.path.
+TOOLS = {"ptxas": "nvidia/*/bin/ptxas", "triton": "triton/__init__.py"}
+# The input each tool reads: a PTX file for ptxas, a Python driver for triton.
+INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py"}
 # The entry components a tool package is a release of: a reproduction's version is checked against
 # their `affected` range (KB091).
-TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit")}
-# What `ptxas --version` says on its last-but-one line: "Cuda compilation tools, release 12.8, V12.8.93".
+TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit"),
+                   "triton": ("triton",)}
+# The version line each tool prints: `ptxas --version` on its last-but-one line "Cuda compilation tools,
+# release 12.8, V12.8.93"; the triton driver's `--version` "triton 3.7.0".
 TOOL_VERSION = re.compile(r"\bV([0-9]+(?:\.[0-9]+)+)\b")
+VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$")}
 
 
 def _schema():
@@ -70,18 +76,35 @@ def _output(value: str) -> str:
 
 
 def _input_name(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*\.ptx", value):
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*\.(ptx|py)", value):
         _fail("KB024", "must be the name of a file in kb/repro/inputs/, lowercase words, digits, '.', '-' and '_', "
-              "ending in .ptx (no folder)")
+              "ending in .ptx (ptxas) or .py (a triton driver), no folder")
     return value
 
 
+# Options only: the input is the one file a run reads, and is added last by `kb repro`, so no
+# argument can name another path (an output file, a file outside the temporary folder). A triton
+# driver's values also list names and types ('--args=q:*bf16,n:int'), never a path: the driver
+# writes nothing but its own temporary files.
+OPTION = {"ptxas": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?"),
+          # --kernel-file is kb repro's to add (the unpacked wheel's file), never the record's
+          "triton": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:*/-]+")}
+OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, optionally '=value' of letters, digits "
+                        "and . , _ -)",
+               "triton": "one driver option such as '--capability=120' or '--args=x:*fp32,n:int' (two dashes, a "
+                         "name, '=value' of letters, digits and . , _ : * / -)"}
+
+
 def _option(value: str) -> str:
-    # Options only: the input is the one file a run reads, and is added last by `kb repro`, so no
-    # argument can name another path (an output file, a file outside the temporary folder).
-    if not re.fullmatch(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?", value):
-        _fail("KB024", "must be one option such as '-arch=sm_120' (a dash, a name, optionally '=value' of letters, "
-              "digits and . , _ -); the input file is added by kb repro")
+    if not any(pattern.fullmatch(value) for pattern in OPTION.values()):
+        _fail("KB024", f"must be {OPTION_FORM['ptxas']} or {OPTION_FORM['triton']}; the input file is added by kb repro")
+    return value
+
+
+def _wheel_path(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9_][a-z0-9_.-]*(/[a-z0-9_][a-z0-9_.-]*)*\.py", value) or ".." in value.split("/"):
+        _fail("KB024", "must be the path of a .py file inside the wheel, such as "
+              "'vllm/v1/attention/ops/triton_decode_attention.py' (lowercase, '/' between folders, no '..')")
     return value
 
 
@@ -100,7 +123,16 @@ class Install(_Model):
 class Run(_Model):
     tool: Literal[tuple(TOOLS)]
     input: Annotated[str, Field(max_length=80), AfterValidator(_input_name)]
-    args: list[Annotated[str, Field(max_length=80), AfterValidator(_option)]] = Field(min_length=1, max_length=8)
+    args: list[Annotated[str, Field(max_length=400), AfterValidator(_option)]] = Field(min_length=1, max_length=8)
+
+
+class Kernel(_Model):
+    """The released wheel whose kernel file a triton driver compiles: pinned in tools.lock like a
+    tool, downloaded and unpacked by `kb repro`, never installed (its own dependencies stay out)."""
+
+    package: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=60)]
+    version: Annotated[str, Field(max_length=60), AfterValidator(_version)]
+    path: Annotated[str, Field(max_length=160), AfterValidator(_wheel_path)]
 
 
 class Printed(_Model):
@@ -114,11 +146,17 @@ class Printed(_Model):
 class Reproduction(_Model):
     install: Install
     run: Run
+    # Only for a triton run that compiles an upstream kernel (KB091 checks the pairing and the pin).
+    kernel: Kernel | None = None
     # None until `kb repro --write ID` records a run (KB090 asks for it).
     printed: Printed | None = None
 
     def command(self) -> str:
         """What `kb repro` runs, as a reader would type it in the input's folder."""
+        if self.run.tool == "triton":
+            kernel = [f"--kernel-file=<{self.kernel.package} {self.kernel.version} wheel>/{self.kernel.path}"] \
+                if self.kernel else []
+            return " ".join(["python", self.run.input, *self.run.args, *kernel])
         return " ".join([self.run.tool, *self.run.args, self.run.input])
 
 
@@ -146,8 +184,8 @@ def locked() -> set[tuple[str, str]]:
     return {(m[1].lower(), m[2]) for m in re.finditer(r"^([A-Za-z0-9._-]+)==(\S+)", text, re.M)}
 
 
-def _printed_version(printed: Printed) -> str | None:
-    found = TOOL_VERSION.search(printed.tool_version)
+def _printed_version(tool: str, printed: Printed) -> str | None:
+    found = VERSION_LINE[tool].search(printed.tool_version)
     return found.group(1) if found else None
 
 
@@ -175,6 +213,20 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
         if not (INPUTS / repro.run.input).is_file():
             report(at + ("run", "input"), "no such file in kb/repro/inputs/: add the input there (a few lines)",
                    "KB091", repro.run.input)
+        elif not repro.run.input.endswith(INPUT_SUFFIX[repro.run.tool]):
+            report(at + ("run", "input"), f"{repro.run.tool} reads a {INPUT_SUFFIX[repro.run.tool]} file: name one",
+                   "KB091", repro.run.input)
+        for k, arg in enumerate(repro.run.args):
+            if not OPTION[repro.run.tool].fullmatch(arg):
+                report(at + ("run", "args", k), f"a {repro.run.tool} argument must be {OPTION_FORM[repro.run.tool]}",
+                       "KB091", arg)
+        kernel = repro.kernel
+        if kernel is not None and repro.run.tool != "triton":
+            report(at + ("kernel",), "only a triton run compiles a kernel from a wheel: remove `kernel`", "KB091",
+                   kernel.package)
+        elif kernel is not None and (kernel.package, kernel.version) not in pins:
+            report(at + ("kernel",), f"{kernel.package}=={kernel.version} is not pinned in kb/repro/tools.lock: add "
+                   "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{kernel.package}=={kernel.version}")
         for j, component in enumerate(cell.entry.components):
             if component.affected and component.package in TOOL_COMPONENTS.get(install.package, ()):
                 if not SpecifierSet(component.affected).contains(install.version, prereleases=True):
@@ -186,10 +238,10 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
             report(at, f"no recorded output: run `kb repro --write {cell.id}` to run it and record what it prints",
                    "KB090", MISSING)
             continue
-        printed_version = _printed_version(repro.printed)
+        printed_version = _printed_version(repro.run.tool, repro.printed)
         if printed_version is None or not _same(printed_version, install.version):
             report(at + ("printed", "tool_version"), f"the tool's version line must name the installed release "
-                   f"V{install.version} (what `{repro.run.tool} --version` prints); record the run again with "
+                   f"{install.version} (what `{repro.run.tool} --version` prints); record the run again with "
                    f"`kb repro --write {cell.id}`", "KB091", repro.printed.tool_version)
         if not shown(cell.entry, repro.printed.output):
             report(at + ("printed", "output"), "the recorded output shows none of this entry's signatures (each "

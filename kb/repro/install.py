@@ -5,6 +5,10 @@ Each release gets its own folder, `<cache>/blackwell-serving-kb/repro/<package>-
 --only-binary :all: --target` from that release's lines of kb/repro/tools.lock: only the files
 whose sha256 the lock lists, and no package's build code runs. pip fills a folder of its own that
 is renamed into place when complete, so an interrupted install leaves nothing a later run uses.
+
+A wheel a reproduction only reads (the released serving engine whose Triton kernel it compiles) is
+not installed: `unpacked` downloads that release's wheel with the same hash check (`pip download`)
+and keeps its Python files in `<cache>/.../<package>-<version>.src/`, filled and renamed the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from kb.records.reproduction import LOCK, TOOLS
@@ -65,23 +70,42 @@ def cached(package: str, version: str) -> Path | None:
 def install(package: str, version: str, wheelhouse: Path | None = None, timeout: float = 900) -> Path:
     """The release's folder, installed first when the cache does not hold it. pip's download
     progress goes to standard error."""
-    target = cached(package, version)
-    if target is not None:
+    return _filled(folder(package, version), package, version, wheelhouse, timeout, _pip_install)
+
+
+def unpacked(package: str, version: str, wheelhouse: Path | None = None, timeout: float = 900) -> Path:
+    """The folder holding the Python files of the release's wheel, downloaded and unpacked first
+    when the cache does not hold it (nothing of the package is installed or run)."""
+    return _filled(folder(package, version).with_name(f"{package}-{version}.src"), package, version, wheelhouse,
+                   timeout, _pip_unpack)
+
+
+def _pip_install(partial: Path, requirements: str) -> list[str]:
+    return ["install", "--no-warn-script-location", "--target", str(partial), "-r", requirements]
+
+
+def _pip_unpack(partial: Path, requirements: str) -> list[str]:
+    return ["download", "--dest", str(partial / ".wheel"), "-r", requirements]
+
+
+def _filled(target: Path, package: str, version: str, wheelhouse: Path | None, timeout: float, how) -> Path:
+    """`target`, filled by pip (`how` gives its command) in a folder of its own renamed into place
+    when complete, unless it is there already."""
+    if target.is_dir():
         return target
-    target = folder(package, version)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as requirements:
             requirements.write(lock_lines(package, version))
-        command = [sys.executable, "-m", "pip", "install", "--require-hashes", "--no-deps", "--only-binary", ":all:",
-                   "--disable-pip-version-check", "--no-input", "--no-warn-script-location",
-                   "--target", str(partial), "-r", requirements.name]
+        command = [sys.executable, "-m", "pip", *how(partial, requirements.name), "--require-hashes", "--no-deps",
+                   "--only-binary", ":all:", "--disable-pip-version-check", "--no-input"]
         if wheelhouse is not None:
             command += ["--no-index", "--find-links", str(wheelhouse)]
-        print(f"kb repro: installing {package}=={version} into {target}", file=sys.stderr, flush=True)
+        doing = "installing" if how is _pip_install else "downloading"
+        print(f"kb repro: {doing} {package}=={version} into {target}", file=sys.stderr, flush=True)
         try:
-            done = run_pip(command, f"installing {package}=={version}", timeout)
+            done = run_pip(command, f"{doing} {package}=={version}", timeout)
         finally:
             os.unlink(requirements.name)
         if done.returncode != 0:
@@ -93,6 +117,8 @@ def install(package: str, version: str, wheelhouse: Path | None = None, timeout:
                                    "and pip's index settings (`pip config list`), or pass --wheelhouse DIR holding "
                                    "its wheel")
             raise InstallError(f"pip could not install {package}=={version} (pip: {last})")
+        if how is _pip_unpack:
+            _unpack_python(partial)
         try:
             os.rename(partial, target)
         except OSError:
@@ -101,6 +127,20 @@ def install(package: str, version: str, wheelhouse: Path | None = None, timeout:
         return target
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def _unpack_python(partial: Path) -> None:
+    """The .py files of the one wheel pip downloaded into `partial/.wheel`, then the wheel deleted
+    (a serving engine's wheel is hundreds of MB; its kernel files are what a run reads)."""
+    wheels = sorted((partial / ".wheel").glob("*.whl"))
+    if len(wheels) != 1:
+        raise InstallError(f"pip downloaded {len(wheels)} wheels into {partial}, expected one")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        for member in wheel.namelist():
+            parts = member.split("/")
+            if member.endswith(".py") and ".." not in parts and not member.startswith("/"):
+                wheel.extract(member, partial)
+    shutil.rmtree(partial / ".wheel")
 
 
 def run_pip(command: list[str], doing: str, timeout: float) -> subprocess.CompletedProcess:

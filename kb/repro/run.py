@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.records.reproduction import INPUTS, TOOL_VERSION, Printed, Reproduction, shown
+from kb.records.reproduction import INPUTS, TOOLS, VERSION_LINE, Printed, Reproduction, shown
 from kb.repro import install
 
 TIMEOUT_S = 60.0
@@ -51,12 +51,37 @@ def machine() -> str:
     return f"{name or platform.system()}, {platform.machine()}"
 
 
-def _execute(command: list[str], cwd: Path, timeout: float) -> tuple[str, int]:
-    # A plain environment: the tool's messages in English, nothing of the caller's (CUDA paths, locale).
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": str(cwd)}
-    done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=timeout, text=True, errors="replace")
-    return done.stdout, done.returncode
+def _execute(command: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> tuple[str, int]:
+    # A plain environment: the tool's messages in English, nothing of the caller's (CUDA paths, locale);
+    # HOME is the run's folder, so a compiler's cache (Triton's ~/.triton) starts empty and goes with it.
+    plain = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": str(cwd), "TMPDIR": str(cwd)}
+    # A Python driver runs as `python`, whatever the interpreter's file is called: a C assertion
+    # inside the compiler prints the program's name, and the record must not depend on it.
+    executable = sys.executable if command[0] == "python" else None
+    done = subprocess.run(command, cwd=cwd, env=plain | (env or {}), executable=executable, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=timeout, text=True, errors="replace")
+    # The run's own folder (a random temporary name) as the recorded output writes it.
+    return done.stdout.replace(str(cwd), "<tmp>"), done.returncode
+
+
+def _program(repro: Reproduction, root: Path, wheelhouse: Path | None) -> tuple[list[str], list[str], dict[str, str]]:
+    """The command line before the arguments, the arguments after them, and the environment of a
+    run; install.InstallError when a release cannot be had, LookupError when the tool is not in it."""
+    if repro.run.tool == "triton":
+        if not (root / TOOLS["triton"]).is_file():
+            raise LookupError(f"{repro.install.package}=={repro.install.version} holds no triton package")
+        after = []
+        if repro.kernel is not None:
+            source = install.unpacked(repro.kernel.package, repro.kernel.version, wheelhouse)
+            if not (source / repro.kernel.path).is_file():
+                raise LookupError(f"the {repro.kernel.package} {repro.kernel.version} wheel holds no {repro.kernel.path}")
+            after = [f"--kernel-file={source / repro.kernel.path}"]
+        env = {"PYTHONPATH": str(root), "PYTHONUNBUFFERED": "1", "PYTHONNOUSERSITE": "1"}
+        return ["python", repro.run.input], after, env
+    program = install.tool(root, repro.run.tool)
+    if program is None:
+        raise LookupError(f"{repro.install.package}=={repro.install.version} holds no {repro.run.tool}")
+    return [str(program)], [repro.run.input], {}
 
 
 def run_one(cell, index: int, repro: Reproduction, wheelhouse: Path | None, timeout: float,
@@ -67,22 +92,26 @@ def run_one(cell, index: int, repro: Reproduction, wheelhouse: Path | None, time
     except install.InstallError as exc:
         ran.error = str(exc)
         return ran
-    program = install.tool(root, repro.run.tool)
     source = INPUTS / repro.run.input
-    if program is None or not source.is_file():
-        ran.error = (f"{repro.install.package}=={repro.install.version} holds no {repro.run.tool}" if program is None
-                     else f"no input {source}: add it to kb/repro/inputs/")
+    if not source.is_file():
+        ran.error = f"no input {source}: add it to kb/repro/inputs/"
+        return ran
+    try:
+        program, after, env = _program(repro, root, wheelhouse)
+    except (install.InstallError, LookupError) as exc:
+        ran.error = str(exc)
         return ran
     with tempfile.TemporaryDirectory(prefix="kb-repro-") as folder:
         here = Path(folder)
         shutil.copyfile(source, here / repro.run.input)
         try:
-            version_text, _ = _execute([str(program), "--version"], here, timeout)
-            output, status = _execute([str(program), *repro.run.args, repro.run.input], here, timeout)
+            version_text, _ = _execute([*program, "--version"], here, timeout, env)
+            output, status = _execute([*program, *repro.run.args, *after], here, timeout, env)
         except subprocess.TimeoutExpired:
             ran.error = f"{repro.command()} ran past {timeout:.0f} s and was stopped"
             return ran
-    version_line = next((line.strip() for line in version_text.splitlines() if TOOL_VERSION.search(line)),
+    pattern = VERSION_LINE[repro.run.tool]
+    version_line = next((line.strip() for line in version_text.splitlines() if pattern.search(line.strip())),
                         version_text.strip().splitlines()[-1] if version_text.strip() else "(no version printed)")
     ran.printed = Printed(output=output or "(no output)\n", exit=status, tool_version=version_line,
                           date=today, machine=machine())
@@ -135,7 +164,7 @@ def main(args) -> int:
         if ran.error:
             print(f"error    {where}: {ran.error}")
             continue
-        tool = ran.printed.tool_version.rsplit(", ", 1)[-1]
+        tool = ran.printed.tool_version.rsplit(", ", 1)[-1].removeprefix(f"{ran.repro.install.package} ")
         print(f"{'differs' if ran.differences else 'ok':<8} {where} ({ran.repro.install.package} {tool})")
         for line in ran.differences:
             print(f"    {line}")

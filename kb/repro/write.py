@@ -44,6 +44,9 @@ def block(reproductions: list[Reproduction]) -> str:
         args = ", ".join(_q(a) for a in r.run.args)
         out.append(f"  - install: {{package: {_q(r.install.package)}, version: {_q(r.install.version)}}}\n")
         out.append(f"    run: {{tool: {_q(r.run.tool)}, input: {_q(r.run.input)}, args: [{args}]}}\n")
+        if r.kernel is not None:
+            k = r.kernel
+            out.append(f"    kernel: {{package: {_q(k.package)}, version: {_q(k.version)}, path: {_q(k.path)}}}\n")
         if r.printed is not None:
             p = r.printed
             out.append("    printed:\n")

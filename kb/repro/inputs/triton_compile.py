@@ -1,0 +1,230 @@
+"""Compile one Triton kernel for a CUDA capability on a machine with no GPU, and print what Triton says.
+
+`kb repro` runs this with the pinned Triton release on sys.path (nothing else installed):
+
+    python triton_compile.py --capability=120 --kernel=dot --args=a:*fp16,b:*fp16,c:*fp32
+    python triton_compile.py --capability=120 --kernel=_fwd_grouped_kernel_stage1 --constexprs=... \
+        --args=... --num-stages=1,2 --max-shared=101376 --kernel-file=DIR/vllm/.../triton_decode_attention.py
+
+Triton's driver is replaced by a stub that reports the capability and device 0; everything else is the
+installed Triton (specialisation, TTIR, TTGIR, LLVM, PTX and the ptxas in its wheel), reached through
+`JITFunction.warmup`, which compiles without launching. The kernel is one of the few below, or the
+function named `--kernel` in an upstream file (`--kernel-file`, unpacked from a released wheel by
+`kb repro`). That file's own imports (torch, the serving engine) are not installed, so the function
+and the top-level functions it calls are lifted out of it with `ast` into a module of their own.
+
+Output: one line per compiled variant with its shared memory, and the line Triton's OutOfResources
+renders when it exceeds --max-shared (the device's opt-in limit, which on a GPU Triton reads when it
+loads the kernel; here it is given), exit 1. A compile failure prints the exception as Python's
+traceback ends it, with local paths replaced by <site-packages> and <tmp>, exit 1. A failure inside
+the compiler's C++ (an assertion, an LLVM error) ends the process as it would end a real run.
+"""
+
+import argparse
+import ast
+import importlib.util
+import itertools
+import os
+import re
+import sys
+import tempfile
+
+import triton
+import triton.language as tl
+
+
+# --- kernels of our own: a few lines each, the smallest use of the operation an entry is about ---
+
+
+@triton.jit
+def add(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs, mask=offs < n) + tl.load(y + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
+def dot(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    acc = tl.dot(tl.load(a + m[:, None] * K + k[None, :]), tl.load(b + k[:, None] * N + n[None, :]))
+    tl.store(c + m[:, None] * N + n[None, :], acc)
+
+
+@triton.jit
+def row_max(x, out, N: tl.constexpr):
+    # a reduction across a warp: lowered to shfl.sync butterflies
+    row = tl.program_id(0)
+    tl.store(out + row, tl.max(tl.load(x + row * N + tl.arange(0, N)), axis=0))
+
+
+OWN = {"add": add, "dot": dot, "max": row_max}
+
+
+# --- the stub driver ---------------------------------------------------------------------------
+
+
+class dtype:
+    """What Triton's MockTensor takes for a torch dtype: a class named `dtype` of module `torch`."""
+
+    __module__ = "torch"
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+    __repr__ = __str__
+
+
+# Triton's type names to torch's; one object per name (its specialiser caches by object).
+TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp8e4nv": "float8_e4m3fn",
+         "fp8e5": "float8_e5m2", "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8"}
+DTYPES = {name: dtype(torch_name) for name, torch_name in TORCH.items()}
+
+
+class StubDriver:
+    """The calls `JITFunction.run(..., warmup=True)` makes of the active driver."""
+
+    def __init__(self, capability):
+        from triton.backends.compiler import GPUTarget
+
+        self.target = GPUTarget("cuda", capability, 32)
+
+    def get_current_device(self):
+        return 0
+
+    def set_current_device(self, device):
+        pass
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        return self.target
+
+    def get_active_torch_device(self):
+        return "cuda:0"
+
+
+# --- arguments ---------------------------------------------------------------------------------
+
+
+def pairs(text):
+    """'a:1,b:2' -> [('a', '1'), ('b', '2')]."""
+    out = []
+    for item in filter(None, text.split(",")):
+        name, sep, value = item.partition(":")
+        if not sep:
+            sys.exit(f"triton_compile.py: {item!r} must be NAME:VALUE")
+        out.append((name, value))
+    return out
+
+
+def constexpr(value):
+    if value in ("True", "False"):
+        return value == "True"
+    if value in TORCH or value in ("float32", "float16", "bfloat16"):
+        return getattr(tl, TORCH.get(value, value))
+    try:
+        return int(value)
+    except ValueError:
+        return float(value)
+
+
+def argument(kind):
+    """A stand-in for one runtime argument: '*bf16' a tensor of that type, 'int' an integer Triton
+    specialises as divisible by 16, 'float' a float, 'none' None."""
+    if kind.startswith("*"):
+        return triton.runtime.jit.MockTensor(DTYPES[kind[1:]])
+    return {"int": 4096, "float": 0.5, "none": None}[kind]
+
+
+def lifted(path, name, folder):
+    """The module holding `name` and the top-level functions it calls, lifted out of an upstream
+    file whose imports are not installed."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    top = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    if name not in top:
+        sys.exit(f"triton_compile.py: no function {name!r} in the kernel file")
+    wanted, todo = [], [name]
+    while todo:
+        current = todo.pop()
+        if current in wanted:
+            continue
+        wanted.append(current)
+        todo += [n.id for n in ast.walk(top[current]) if isinstance(n, ast.Name) and n.id in top]
+    body = [top[n] for n in sorted(wanted, key=lambda n: top[n].lineno)]
+    source = "import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(ast.unparse(f) for f in body) + "\n"
+    module_path = os.path.join(folder, "lifted_kernel.py")
+    with open(module_path, "w", encoding="utf-8") as out:
+        out.write(source)
+    spec = importlib.util.spec_from_file_location("lifted_kernel", module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def scrubbed(text):
+    """Local paths out of a message: the installed Triton and the temporary files it made."""
+    site = os.path.dirname(os.path.dirname(triton.__file__))
+    text = text.replace(site, "<site-packages>")
+    return re.sub(re.escape(tempfile.gettempdir()) + r"/[^\s'\"]+?((?:\.[a-z]+)*)(?=[\s'\"]|$)", r"<tmp>\1", text)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--version", action="store_true")
+    parser.add_argument("--capability", type=int)
+    parser.add_argument("--kernel")
+    parser.add_argument("--kernel-file")
+    parser.add_argument("--args", default="")
+    parser.add_argument("--constexprs", default="")
+    parser.add_argument("--num-warps", type=int, default=4)
+    parser.add_argument("--num-stages", default="3")
+    parser.add_argument("--grid", default="1")
+    parser.add_argument("--max-shared", type=int)
+    options = parser.parse_args()
+    if options.version:
+        print(f"triton {triton.__version__}")
+        return 0
+    triton.runtime.driver.set_active(StubDriver(options.capability))
+    folder = tempfile.mkdtemp()
+    fn = lifted(options.kernel_file, options.kernel, folder) if options.kernel_file else OWN[options.kernel]
+    # A runtime argument may list alternatives ('*bf16/*fp8e4nv'): variant i takes the i-th of each
+    # argument that lists them (K and V of one cache change type together), at every --num-stages.
+    names = [name for name, _ in pairs(options.args)]
+    choices = [kind.split("/") for _, kind in pairs(options.args)]
+    count = max([len(c) for c in choices] or [1])
+    if any(len(c) not in (1, count) for c in choices):
+        sys.exit(f"triton_compile.py: every argument with alternatives must list {count} of them")
+    variants = [tuple(c[i] if len(c) > 1 else c[0] for c in choices) for i in range(count)]
+    constexprs = {name: constexpr(value) for name, value in pairs(options.constexprs)}
+    grid = tuple(int(g) for g in options.grid.split(","))
+    status = 0
+    for kinds, stages in itertools.product(variants, options.num_stages.split(",")):
+        call = {name: argument(kind) for name, kind in zip(names, kinds)}
+        variant = " ".join(f"{n}:{k}" for n, k, alts in zip(names, kinds, choices) if len(alts) > 1)
+        head = (f"triton {triton.__version__}: {fn.__name__} for cuda capability {options.capability}, "
+                f"num_warps={options.num_warps} num_stages={stages}{' ' + variant if variant else ''}")
+        try:
+            kernel = fn.warmup(**call, **constexprs, grid=grid, num_warps=options.num_warps,
+                               num_stages=int(stages))
+        except Exception as exc:  # what the compiler raised, as a traceback's last line shows it
+            kind = type(exc)
+            where = "" if kind.__module__ == "builtins" else kind.__module__ + "."
+            print(f"{head}: compile failed", flush=True)
+            print(scrubbed(f"{where}{kind.__qualname__}: {exc}"), flush=True)
+            status = 1
+            continue
+        shared = kernel.metadata.shared
+        print(f"{head}: shared={shared}", flush=True)
+        if options.max_shared is not None and shared > options.max_shared:
+            # The check CompiledKernel._init_handles makes against the device's opt-in limit.
+            error = triton.runtime.errors.OutOfResources(shared, options.max_shared, "shared memory")
+            print(f"{type(error).__module__}.{type(error).__qualname__}: {error}", flush=True)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
