@@ -104,7 +104,7 @@ def test_the_words_for_each_readiness():
         "released": "Released fix",
         "setting": "Fix",
         "workaround": "Workaround",
-        "reported": "Upgrade, reported fixed (release not checked)",
+        "reported": "Upgrade, reported fixed (release not confirmed)",
         "main": "Fix on main, not in a release yet",
         "proposed": "Fix in a pull request, not merged",
         "unmerged": "Proposed fix, not merged upstream",

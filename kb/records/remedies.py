@@ -10,7 +10,7 @@ hides a workaround that works today:
 2. a workaround, one that is a flag, environment variable, setting or pin before one that patches
    the source;
 3. an upgrade to a release a thread names but the record does not pin (no `applies`, no `fixed_in`):
-   "Upgrade, reported fixed (release not checked)";
+   "Upgrade, reported fixed (release not confirmed)";
 4. a fix merged upstream but in no release the record names ("Fix on main, not in a release yet");
 5. a fix in an open pull request ("Fix in a pull request, not merged"), then any other unmerged fix.
 
@@ -29,7 +29,7 @@ READY = {  # how ready a remedy is -> the words the card puts before it
     "released": "Released fix",
     "setting": "Fix",
     "workaround": "Workaround",
-    "reported": "Upgrade, reported fixed (release not checked)",
+    "reported": "Upgrade, reported fixed (release not confirmed)",
     "main": "Fix on main, not in a release yet",
     "proposed": "Fix in a pull request, not merged",
     "unmerged": "Proposed fix, not merged upstream",
