@@ -106,7 +106,7 @@ def test_the_lm_head_cell_on_the_live_record_has_no_range(capsys):
     lm_head = verdicts_of(capsys, RTX_AFTER, LIVE)["sglang-fp8-lm-head-weight-scale-repetition"]
     if any(c.affected or c.fixed_in for c in cells(LIVE)["sglang-fp8-lm-head-weight-scale-repetition"].entry.components):
         pytest.skip("the live record now has a range; the fixture tests cover it")
-    assert lm_head["verdict"] == "affected" and "no version range" in lm_head["why"]
+    assert lm_head["verdict"] == "affected" and "no affected version range" in lm_head["why"]
 
 
 @pytest.mark.parametrize("entries", [ENTRIES, LIVE], ids=["fixture", "live"])
@@ -166,7 +166,7 @@ def test_no_range_needs_an_installed_package():
     gb10 = load(GB10)
     none_installed = gb10.model_copy(update={"packages": {k: None for k in gb10.packages}})
     verdict, why = diagnose.judge(topk, none_installed)
-    assert verdict == "unknown" and "none of flashinfer, vllm is installed" in why and "no version range" in why
+    assert verdict == "unknown" and "none of flashinfer, vllm is installed" in why and "no affected version range" in why
     verdict, why = diagnose.judge(topk, gb10.model_copy(update={"packages": {}}))
     assert verdict == "unknown" and "whether flashinfer or vllm is installed is unknown" in why
 
@@ -448,7 +448,7 @@ def test_applies_sentences_in_plain_words():
         "Applies when the GPU is sm_120 and flashinfer is older than 0.6.18.post1, the version that fixes it.")
     assert diagnose.applies_sentence(found["flashinfer-topk-ragged-operation-not-supported-gb10"].entry) == (
         "Applies when the GPU is sm_121 or sm_120 and flashinfer or vllm is installed; "
-        "the record gives no version range, so any installed version counts.")
+        "no affected version range is known, so any installed version counts.")
     rendered = Renderer(Site(list(found.values()))).env.get_template("_applies.html").render(
         e=found["sglang-fp8-lm-head-weight-scale-repetition"].entry)
     assert "<code>&lt;0.5.19</code>" in rendered

@@ -29,7 +29,7 @@ TARGETS = [
     ".kb-listed li > a",  # a cell's "Listed in"
     "ul.kb-cells > li > a",  # listings
     "ul.kb-groups > li > a",  # browse: the groups of a facet
-    ".kb-matrix__item > a", "a.kb-matrix__count",  # the serving matrix
+    "a.kb-matrix__count",  # the serving matrix (counts only: no titles on the grid)
     "table.kb-all td > a",  # every failure
 ]
 # Content links that must be underlined: in a paragraph, a list item, a table cell, a definition.

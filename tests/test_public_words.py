@@ -47,6 +47,12 @@ INTERNAL = [
     ("'cell' for a failure or an entry", re.compile(r"\bcells?\b", re.I)),
     ("a record's field path", re.compile(r"\b[a-z_]+\[\d+\]\.[a-z_]+\b")),
     ("a record's field name", re.compile(r"\b(as_of|fixed_in|fixed_by|fixed_commit)\b")),
+    # How the index did its research, not what it found (UX review 2026-12-05, S2-8).
+    ("a research-trail word", re.compile(r"\bsnapshots?\b|\bfetch(?:\s+size)?\s+limit\b|\btag\s+checks?\b"
+                                         r"|\bnext\s+signatures?\b|\bgives\s+no\s+version\s+range\b"
+                                         r"|\brelease\s+not\s+checked\b", re.I)),
+    # A signature's kind as the record spells it, where a page labels it "Error line", "Log line".
+    ("a record's kind as a label", re.compile(r"(?<![\w-])(exception|log-line|kernel-message):")),
 ]
 
 
@@ -128,9 +134,14 @@ def test_the_exempt_pages_exist(site):
 def test_the_check_finds_each_kind_of_internal_word():
     """The patterns catch what they are for (so the page test below can fail)."""
     for written in ["the index's seed document says", "10 cells, listed by gpu.", "Related cells",
-                    "(claims[3].as_of)", "upstream[0].as_of", "the fixed_in version"]:
+                    "(claims[3].as_of)", "upstream[0].as_of", "the fixed_in version",
+                    "Checked in the FlashInfer snapshot", "the repository is over the fetch limit",
+                    "over the fetch size limit", "not from a tag check", "the printed line is the next signature",
+                    "the record gives no version range", "Upgrade, reported fixed (release not checked)",
+                    "exception: RuntimeError", "log-line: WARNING"]:
         assert _hits(written, _records())[0], written
     assert _hits("10 failures seen on RTX 5090; an unpublished report, not yet confirmed by a public link") == ([], [])
+    assert _hits("Error line: RuntimeError; read in the repository on 2026-12-04; torch.cuda.memory._snapshot()") == ([], [])
     # A literal string a record copies from upstream is told apart from the page's words around it.
     made, theirs = _hits("Related: this cell is the misaligned-address fault", "x; this cell is the misaligned-address fault.")
     assert made == [] and len(theirs) == 1
@@ -192,3 +203,34 @@ def test_no_page_a_script_writes_shows_an_internal_word(site, browser):
                 found[url] = hits
     context.close()
     assert not found, f"{len(found)} public pages show internal words:\n{_report(found)}"
+
+
+def _fragments(site) -> dict[str, dict]:
+    """Pagefind's stored record of every page it indexed (URL -> its fragment: the text a result's
+    excerpt is cut from, the title and meta a result shows, the filters the search menu lists)."""
+    import gzip
+    import json
+
+    out = {}
+    for path in sorted((site / "pagefind" / "fragment").glob("*.pf_fragment")):
+        raw = gzip.decompress(path.read_bytes())
+        assert raw.startswith(b"pagefind_dcd"), path
+        data = json.loads(raw[len(b"pagefind_dcd"):])
+        out[data["url"]] = data
+    return out
+
+
+def test_no_search_result_shows_an_internal_word(site):
+    """What a search result can show (the excerpt's text, the title, every meta field such as the
+    failure's title and status, the filter names and values) holds no internal word: Pagefind
+    indexes the page body less what `data-pagefind-ignore` hides, so this reads what it stored."""
+    fragments = _fragments(site)
+    assert len(fragments) > 50  # every entry page is indexed
+    found = {}
+    for url, data in fragments.items():
+        shown = [data["content"], *data.get("meta", {}).values(),
+                 *(f"{name}: {value}" for name, values in data.get("filters", {}).items() for value in values)]
+        hits, _ = _hits("\n".join(shown), _records())
+        if hits:
+            found[url.lstrip("/")] = hits
+    assert not found, f"{len(found)} search results show internal words:\n{_report(found)}"

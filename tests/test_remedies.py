@@ -145,7 +145,7 @@ def test_the_words_for_each_readiness():
         "setting": "Fix",
         "workaround": "Workaround",
         "pinned": "Released fix, breaks a pin",
-        "reported": "Upgrade, reported fixed (release not checked)",
+        "reported": "Upgrade, reported fixed (release not confirmed)",
         "main": "Fix coming",
         "proposed": "Fix proposed, not merged",
         "unmerged": "Fix proposed, not merged",

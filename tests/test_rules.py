@@ -670,3 +670,25 @@ def test_look_alike_letters_do_not_get_past_kb081_and_kb082(tmp_path):
     gpu, note = (p.format() for p in found)
     assert "U+041E CYRILLIC CAPITAL LETTER O for 'O' at character 6" in gpu and "type it in ASCII" in gpu
     assert "says 'cell'" in note and "'entry'" in note
+
+
+def test_kb082_refuses_the_research_trails_words(tmp_path):
+    """UX review S2-8: 'snapshot', 'over the fetch limit', 'tag check' and 'the next signature'
+    describe how the index read a repository or lists its lines, not the failure; KB082 names each
+    (spaced over lines, as folded YAML leaves it, too) with the plain words to write, and leaves 'snapshotting'
+    and a signature's literal text alone."""
+    fragment = ('signatures:\n  - {text: "torch.cuda.memory._snapshot() failed", kind: log-line, '
+                'note: "The printed form is the next signature."}\n'
+                'components:\n  - {package: vllm, role: raises, note: "Tag check 2026-12-04 in the vLLM snapshot."}\n'
+                '  - {package: triton, role: raises, note: "The repository is over the fetch  size limit; snapshotting."}\n')
+    path = tmp_path / GOOD.name
+    path.write_text(_overlay(fragment), encoding="utf-8")
+    found = lint.check([path]).problems
+    assert [(p.code, p.loc) for p in found] == [("KB082", "signatures[0].note"), ("KB082", "components[0].note"),
+                                                ("KB082", "components[0].note"), ("KB082", "components[1].note")], \
+        [p.format() for p in found]
+    said = [p.format() for p in found]
+    assert "says 'next signature'" in said[0] and "'the line listed next'" in said[0]
+    assert "says 'Tag check'" in said[1] and "release tags" in said[1]
+    assert "says 'snapshot'" in said[2] and "'the repository'" in said[2]
+    assert "'too large to download here'" in said[3]

@@ -102,7 +102,7 @@ def test_one_group_per_gpu_and_component_whatever_the_spelling(live_site, page):
     punctuation: 'any sm_120 build target' and 'any SM120 build target' are one group), the CUDA
     toolkit under CUDA, and the editions of one card under one family heading."""
     site = checked_site(ROOT / "kb" / "entries")
-    gpus = {g for c in site.cells for g in c.entry.hardware.gpus}
+    gpus = {facets.gpu_label(g) for c in site.cells for g in c.entry.hardware.gpus}
     with serve(live_site) as base:
         for facet in ("gpu", "component"):
             page.goto(base + f"by/{facet}/")
@@ -115,7 +115,10 @@ def test_one_group_per_gpu_and_component_whatever_the_spelling(live_site, page):
             if facet == "gpu":
                 assert {_spelling(n) for n in names} == {_spelling(g) for g in gpus}
                 # each cell counted once under each of its GPU names
-                assert counted == sum(len({_spelling(g) for g in c.entry.hardware.gpus}) for c in site.cells)
+                assert counted == sum(len({_spelling(facets.gpu_label(g)) for g in c.entry.hardware.gpus})
+                                      for c in site.cells)
+                # groups are GPUs, never the record's notes about them (UX review S3-15)
+                assert not [n for n in names if "(" in n or "see claims" in n or "not named in" in n], names
         page.goto(base + "by/gpu/")
         families = page.locator("article h2.kb-family").all_inner_texts()
         assert families[0] == "GB10" and families[-1] == facets.OTHER_GPUS
@@ -124,7 +127,9 @@ def test_one_group_per_gpu_and_component_whatever_the_spelling(live_site, page):
         assert pro == sorted((g for g in gpus if g.startswith("RTX PRO 6000")), key=str.casefold) and len(pro) > 1
         # the group a spelling-level duplicate used to have sends readers to the one group
         page.goto(base + "by/gpu/any-sm120-build-target-build-time-failure/")
-        page.wait_for_url(base + "by/gpu/any-sm-120-build-target-build-time-failure/")
+        page.wait_for_url(base + "by/gpu/any-sm-120-build-target/")
+        page.goto(base + "by/gpu/gb10-unconfirmed-report-see-claims/")
+        page.wait_for_url(base + "by/gpu/gb10/")
         page.goto(base + "by/component/cuda-toolkit/")
         page.wait_for_url(base + "by/component/cuda/")
 
@@ -183,3 +188,53 @@ def test_result_literals_are_readable_ids_and_dates_stay_on_one_line_and_the_fil
         page.keyboard.press("Tab")
         ring = page.evaluate("() => getComputedStyle(document.getElementById('kb-triage-file')).outlineStyle")
         assert ring not in ("none", "auto"), ring
+
+
+def test_every_failure_page_filters_by_status_component_and_date(live_site, page):
+    """/all/ (UX review S2-12): the filters show only the rows with the chosen status, component
+    and update month (kb-all.js); without JavaScript the form stays hidden and every row shows."""
+    site = checked_site(ROOT / "kb" / "entries")
+    from kb.records.state import state
+
+    with serve(live_site) as base:
+        page.goto(base + "all/")
+        rows = page.locator("table.kb-all tbody tr")
+        total = rows.count()
+        assert total == len(site.cells)
+        form = page.locator("form.kb-all__filter")
+        assert form.is_visible()
+        assert page.locator(".kb-all__shown").inner_text() == f"{total} failures"
+        status = "fixed-release"
+        want = {c.entry.title for c in site.cells if state(c.entry).key == status}
+        assert 0 < len(want) < total
+        form.locator("select[data-filter=status]").select_option(status)
+        shown = {a.inner_text() for a in page.locator("table.kb-all tbody tr:visible td > a").all()}
+        assert shown == want
+        assert page.locator(".kb-all__shown").inner_text() == f"{len(want)} of {total} failures shown"
+        form.locator("select[data-filter=components]").select_option("FlashInfer")
+        both = {c.entry.title for c in site.cells if state(c.entry).key == status
+                and "FlashInfer" in {facets.component_name(p.package) for p in c.entry.components}}
+        assert {a.inner_text() for a in page.locator("table.kb-all tbody tr:visible td > a").all()} == both
+        form.locator("select[data-filter=status]").select_option("")
+        form.locator("select[data-filter=components]").select_option("")
+        newest = max(str(c.entry.updated)[:7] for c in site.cells)
+        form.locator("select[data-filter=updated]").select_option(newest)
+        recent = {c.entry.title for c in site.cells if str(c.entry.updated) >= newest}
+        assert 0 < len(recent) and {a.inner_text() for a in page.locator("table.kb-all tbody tr:visible td > a").all()} == recent
+    # Without JavaScript: the plain list, no filter form.
+    context = page.context.browser.new_context(java_script_enabled=False)
+    plain = context.new_page()
+    with serve(live_site) as base:
+        plain.goto(base + "all/")
+        assert not plain.locator("form.kb-all__filter").is_visible()
+        assert plain.locator("table.kb-all tbody tr:visible").count() == len(site.cells)
+    context.close()
+
+
+def test_search_results_show_each_failures_status(live_site, page):
+    """UX review S3-14: a result for a failure's page says its status, in the badge's words."""
+    with serve(live_site) as base:
+        page.goto(base + "about/")
+        search(page, "CUDA error")
+        states = page.locator("#kb-search-results li .kb-search__state").all_inner_texts()
+        assert states and all(s.removeprefix("Status: ") in facets.STATUS_NAMES.values() for s in states), states

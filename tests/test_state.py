@@ -53,7 +53,7 @@ def _entry(state: str, reason: str | None = None, *, fixes=None, workarounds=Non
     return CANONICAL.model_copy(update=update)
 
 
-RELEASED, WORKAROUND, REPORTED, MAIN = "Released fix", "Workaround", "Upgrade, reported fixed (release not checked)", \
+RELEASED, WORKAROUND, REPORTED, MAIN = "Released fix", "Workaround", "Upgrade, reported fixed (release not confirmed)", \
     "Fix coming"
 
 # (what the record is, entry, badge key, Do-now label, Do-now text starts with, whether badge and Do-now disagree)

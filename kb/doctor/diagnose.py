@@ -127,7 +127,7 @@ def applies_sentence(entry, name: Callable[[str], str] = lambda p: p) -> str:
         return f"Applies when the GPU is {archs} and " + " and ".join(parts) + "."
     packages = [name(p) for p in dict.fromkeys(c.package for c in entry.components)]
     return (f"Applies when the GPU is {archs} and {_or(packages)} is installed; "
-            "the record gives no version range, so any installed version counts.")
+            "no affected version range is known, so any installed version counts.")
 
 
 def verdicts(cells: list[Cell], facts: Facts, site_url: str = "") -> list[Verdict]:

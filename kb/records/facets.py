@@ -61,6 +61,21 @@ PACKAGE_NAMES = {
     "flash-attn": "FlashAttention",
     "nccl": "NCCL",
     "xformers": "xFormers",
+    # Each project as it writes its own name, so a page never shows `cublas` beside `cuDNN` or
+    # `flash-attn-4` beside FlashAttention (UX review S3-15); names a project writes in lower case
+    # (bitsandbytes, torchao, causal-conv1d, llama-box) stay as they are, so they are not listed.
+    "cublas": "cuBLAS",
+    "flash-attn-4": "FlashAttention 4",
+    "nvidia-cutlass-dsl": "CUTLASS DSL",
+    "lmdeploy": "LMDeploy",
+    "ktransformers": "KTransformers",
+    "sageattention": "SageAttention",
+    "gpustack": "GPUStack",
+    "mineru": "MinerU",
+    "mamba-ssm": "Mamba",
+    "freetoken": "FreeToken",
+    "triton-windows": "Triton for Windows",
+    "vllm-recipes": "vLLM Recipes",
 }
 
 ARCH_NAMES = {"sm_120": "sm_120 (RTX PRO 6000 / 5000, RTX 50xx)", "sm_121": "sm_121 (GB10, DGX Spark)"}
@@ -129,6 +144,24 @@ def gpu_family(name: str) -> str:
     return (found.group(1) or found.group(2)) if found else OTHER_GPUS
 
 
+_NOTE = re.compile(r"\s*\([^()]*\)$")  # a trailing note: "GB10 (unconfirmed report, see claims)"
+_UNNAMED = re.compile(r"\bsm[ _]?(1[0-9]{2})\b", re.I)
+
+
+def gpu_label(name: str) -> str:
+    """The name of the By GPU group a record's GPU string is listed under: the GPU, never the
+    record's note about it (UX review S3-15). A trailing note in parentheses is dropped (the entry
+    page still shows it), "Laptop GPU" is "Laptop", and a card whose model no report names
+    ("SM120 GPU", "Blackwell SM120 card") is "sm_120 card, model not named". Build targets keep
+    their words."""
+    label = _NOTE.sub("", name).strip() or name
+    label = re.sub(r"\bLaptop GPU$", "Laptop", label)
+    arch = _UNNAMED.search(label)
+    if arch and gpu_family(label) == OTHER_GPUS and "build" not in label.casefold():
+        return f"sm_{arch.group(1)} card, model not named"
+    return label
+
+
 def family_order(family: str) -> tuple:
     """GB10 first, then RTX PRO and RTX cards from the largest model number down, OTHER_GPUS last."""
     if family == OTHER_GPUS:
@@ -149,7 +182,7 @@ def repository(url: str) -> str:
 # facet -> (title of its overview page, function cell -> [(value key, display name)])
 def values(facet: str, entry) -> list[tuple[str, str]]:
     if facet == "gpu":
-        return [(key(g), g) for g in entry.hardware.gpus]
+        return [(key(gpu_label(g)), gpu_label(g)) for g in entry.hardware.gpus]
     if facet == "architecture":
         return [(a.replace("_", "-"), ARCH_NAMES[a]) for a in entry.hardware.architectures]
     if facet == "component":

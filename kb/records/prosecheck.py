@@ -126,8 +126,11 @@ def _todo_markers(loaded: Loaded) -> list[Problem]:
 # first claims came from, and `fixed_in` or `claims[3].as_of` a field of the record format. The
 # prose fields a page shows are checked; literal strings copied from
 # upstream (signature texts and patterns, evidence terms, link titles, flags) are not, nor are
-# ids, links, versions and the `source: seed` marker.
-INTERNAL_WORD = re.compile(r"\b(cells?|seed)\b", re.I)
+# ids, links, versions and the `source: seed` marker. The research trail's own words are refused
+# too (UX review 2026-12-05, S2-8): "snapshot" and "over the fetch limit" describe how this index
+# read a repository, "tag check" how it dated a fix, "the next signature" the record's list; a
+# reader needs the fact in plain words (the repository, the release tags, the line listed next).
+INTERNAL_WORD = re.compile(r"\b(cells?|seed|snapshots?|fetch(?:\s+size)?\s+limit|tag\s+checks?|next\s+signatures?)\b", re.I)
 # A record's field names and paths (`fixed_in`, `claims[3].as_of`) are the format's, not a reader's.
 FIELD_WORD = re.compile(r"\b(as_of|fixed_in|fixed_by|fixed_commit)\b|\b[a-z_]+\[\d+\]\.[a-z_]+\b")
 _PROSE_FIELDS = {
@@ -142,7 +145,15 @@ _PROSE_FIELDS = {
 }
 _INSTEAD = {"cell": "'entry' (the page) or 'failure' (what it describes)",
             "cells": "'entries' or 'failures'",
-            "seed": "'an unpublished report' (a claim's `source: seed` is shown that way)"}
+            "seed": "'an unpublished report' (a claim's `source: seed` is shown that way)",
+            "snapshot": "what was read: 'the repository', 'a copy of the repository', 'main at <commit>'",
+            "snapshots": "'copies of the repository'",
+            "fetch limit": "'too large to download here'",
+            "fetch size limit": "'too large to download here'",
+            "tag check": "'the release tags read on <date>'",
+            "tag checks": "'the release tags read on <date>'",
+            "next signature": "'the line listed next'",
+            "next signatures": "'the lines listed next'"}
 
 
 def prose_field(loc: tuple) -> bool:
@@ -151,14 +162,15 @@ def prose_field(loc: tuple) -> bool:
 
 
 def _internal_words(loaded: Loaded) -> list[Problem]:
-    """KB082: a reader-visible prose field says 'cell', 'cells', 'seed' or a record's field name or path."""
+    """KB082: a reader-visible prose field says 'cell', 'cells', 'seed', a research-trail word ('snapshot',
+    'fetch limit', 'tag check', 'next signature') or a record's field name or path."""
     problems: list[Problem] = []
     for loc, value in _strings(loaded.data):
         if not prose_field(loc):
             continue
         value = confusables.fold(value)  # `сell` with a Cyrillic с is 'cell' to a reader (attack review)
         for m in sorted([*INTERNAL_WORD.finditer(value), *FIELD_WORD.finditer(value)], key=lambda m: m.start()):
-            word = m.group().lower()
+            word = " ".join(m.group().lower().split())
             instead = _INSTEAD.get(word, "what it means (the first fixed release, the fix pull request, the "
                                          "day it was read)")
             around = " ".join(value[max(0, m.start() - 25):m.end() + 25].split())

@@ -15,7 +15,7 @@ refuses and hid the one-line environment variable that works on it):
 3. a released fix that breaks the pin of a released package (its `breaks_pin`): it works, but pip
    warns and the pairing is untested, so a workaround that works as shipped goes first;
 4. an upgrade to a release a thread names but the record does not pin (no `applies`, no `fixed_in`):
-   "Upgrade, reported fixed (release not checked)".
+   "Upgrade, reported fixed (release not confirmed)".
 
 Those a reader can do today (DOABLE). What no release holds is never the thing to do: it is the
 card's second line (`coming`), "Fix coming" (merged upstream, in no release the record names), else
@@ -38,7 +38,7 @@ READY = {  # how ready a remedy is -> the words the card puts before it
     "setting": "Fix",
     "workaround": "Workaround",
     "pinned": "Released fix, breaks a pin",
-    "reported": "Upgrade, reported fixed (release not checked)",
+    "reported": "Upgrade, reported fixed (release not confirmed)",
     "main": "Fix coming",
     "proposed": "Fix proposed, not merged",
     "unmerged": "Fix proposed, not merged",

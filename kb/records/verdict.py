@@ -150,13 +150,13 @@ def judge(entry, facts) -> tuple[str, str]:
     installed = [f"{p} {facts.packages[p]}" for p in packages if facts.packages.get(p)]
     if installed:
         return "affected", (f"{gpu} and {', '.join(installed)} {'is' if len(installed) == 1 else 'are'} installed; "
-                            "the record gives no version range, so any installed version counts")
+                            "no affected version range is known, so any installed version counts")
     unknown = [p for p in packages if p not in facts.packages]
     if unknown:
         return "unknown", (f"{gpu}, but whether {_or(unknown)} is installed is unknown "
-                           "and the record gives no version range")
+                           "and no affected version range is known")
     return "unknown", (f"{gpu}, but none of {', '.join(packages)} is installed in this Python environment "
-                       "and the record gives no version range; run kb doctor where the server runs")
+                       "and no affected version range is known; run kb doctor where the server runs")
 
 
 # --- a log's verdict on a cell its text matched (kb match, the triage page) ------------------------
@@ -240,7 +240,7 @@ WORDS = {
     "said": " ({said})",
     "stack": "your stack",
     "stack_unnamed": "{subject} does not name {packages}, which would decide ({why})",
-    "unranged": "; {packages}: the record gives no version range, so any version counts",
+    "unranged": "; {packages}: no affected version range is known, so any version counts",
     "if_used": "only if you use {engines} ({subject} does not name {them})",
     "when": "; applies when you use or pass: {trigger}",
     "out_of_scope": "this index covers {scope}; your GPU is {gpus}",

@@ -15,8 +15,8 @@ to read and extend:
   components in that row, and the versions of that row's packages in measurement conditions
   whose hardware text maps to that column.
 
-The page stays the same size however many cells there are: a grid cell lists its cells only
-while it has at most `INLINE` of them, else it shows their count by status. Every grid cell
+The page stays the same size however many cells there are: a grid cell shows its cells' count by
+status, linked to its listing (it would list them while it has at most `INLINE`, now none). Every grid cell
 has a listing page of its own, `matrix/<stack>/<hardware>/`, in pages of `kb.records.catalog.PER_PAGE`
 cells, and so have the cells not on the grid, `matrix/not-placed/`. These URLs exist whether
 or not the grid cell is empty, so adding or removing cells never takes one away; only the
@@ -64,7 +64,10 @@ STATUS_COLOURS = {
     "under-investigation": "#9b1c1c",
 }
 
-INLINE = 12  # a grid cell with more cells than this shows counts and links to its listing page
+# A grid cell with more cells than this shows counts by status and links to its listing page.
+# None are listed on the grid: 20-40-word titles in a column about 130 px wide made the page 11,731 px
+# tall on a laptop beside columns of counts (UX review 2026-12-05, S3-16); counts read at a glance.
+INLINE = 0
 NOT_PLACED_URL = URL + "not-placed/"
 
 _PATTERNS = [(key, re.compile(pattern, re.I)) for key, _, pattern in HARDWARE]

@@ -44,6 +44,17 @@ def _templates_fingerprint() -> str:
 ALL_URL = "all/"  # the page listing every failure
 
 
+def _all_filters(cells) -> dict:
+    """The choices of the every-failure page's filters (kb-all.js), from the rows it lists: each
+    status in lifecycle order, each component by its display name, each month something was updated,
+    newest first."""
+    states = {state.state(c.entry).key for c in cells}
+    return {"filter_statuses": [(key, facets.STATUS_NAMES[key]) for key in facets.LIFECYCLE if key in states],
+            "filter_components": sorted({facets.component_name(p.package) for c in cells for p in c.entry.components},
+                                        key=str.casefold),
+            "filter_months": sorted({str(c.entry.updated)[:7] for c in cells}, reverse=True)}
+
+
 class Renderer:
     def __init__(self, site: Site, repo_url: str | None = None, cache: Cache | None = None):
         """`cache` (kb.cache) keeps cell, pointer, disambiguation and listing pages: a page is
@@ -183,7 +194,8 @@ class Renderer:
         cells = sorted(self.site.cells, key=lambda c: ids.number(self.site.citable[c.id]))
         return [Page(paging.url, paged_title("Every failure", paging),
                      f"All {len(cells)} failures of the Blackwell serving-failure index, with their ids, statuses "
-                     "and dates.", self._render("all.html", paging.url, cells=chunk, paging=paging), "index")
+                     "and dates.", self._render("all.html", paging.url, cells=chunk, paging=paging,
+                                                **_all_filters(chunk)), "index")
                 for paging, chunk in paginate(ALL_URL, cells)]
 
     def _listing(self, facet, title, value, name, cells, chunk, paging) -> Page:

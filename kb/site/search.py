@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from kb.records import normalise
+from kb.records.state import state
 
 # What the header search box scores pasted text against when Pagefind alone would miss it
 # (kb-search.js): every literal string, on the page a search for it must land on. The shared
@@ -102,7 +103,7 @@ def literals(site) -> dict:
         texts = [s.text for s in cell.entry.signatures if len(site.owners[s.text]) == 1]
         flags = [table.setdefault(f, len(table)) for f in filters(cell.entry)]
         page = {"url": site.url(cell), "cell": cell.entry.title, "literals": list(dict.fromkeys(texts)),
-                "filters": flags}
+                "filters": flags, "status": state(cell.entry).words}
         assembled = [s.text for s in cell.entry.signatures if s.from_source and s.text in texts]
         if assembled:
             page["from_source"] = list(dict.fromkeys(assembled))
@@ -186,6 +187,8 @@ def literal_files(site) -> dict[str, str]:
             page = pages[p]
             filed[k]["pages"][str(p)] = {"url": page["url"], "cell": page["cell"], "filters": page["filters"],
                                          "title": page.get("title", page["literals"][0])}
+            if "status" in page:  # a failure's status; a page shared by several failures has none
+                filed[k]["pages"][str(p)]["status"] = page["status"]
             assembled = text in page.get("from_source", ())
             filed[k]["literals"].append([number, p, text] + ([1] if assembled else []))
 

@@ -443,6 +443,12 @@
         cell.textContent = item.cell;
         li.appendChild(cell);
       }
+      if (item.status) {  // the failure's status in words, as its page's badge says it
+        var state = document.createElement("span");
+        state.className = "kb-search__state";
+        state.textContent = "Status: " + item.status;
+        li.appendChild(state);
+      }
       if (item.excerpt !== null) {
         li.appendChild(excerpt(item.excerpt));
       } else {
@@ -513,14 +519,14 @@
     }
     function fromLocal(hit) {
       var data = byHref[hit.page.href];
-      return { href: hit.page.href, title: hit.page.title, cell: hit.page.cell, literal: hit.literal,
+      return { href: hit.page.href, title: hit.page.title, cell: hit.page.cell, status: hit.page.status || "", literal: hit.literal,
                excerpt: data ? data.excerpt || "" : null };
     }
     local.filter(function (h) { return h.score >= STRONG; }).forEach(function (h) { add(h.page.href, fromLocal(h)); });
     found.forEach(function (f) {
       var href = new URL(f.data.url, siteRoot).pathname;
       add(href, { href: href, title: f.data.meta.title || f.data.url, cell: f.data.meta.cell || "",
-                  excerpt: f.data.excerpt || "" });
+                  status: f.data.meta.status || "", excerpt: f.data.excerpt || "" });
     });
     local.filter(function (h) { return h.score < STRONG; }).forEach(function (h) { add(h.page.href, fromLocal(h)); });
     return out;
