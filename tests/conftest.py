@@ -71,14 +71,16 @@ def _build(entries: Path, out: Path, **kwargs) -> Path:
 def checked_site(entries: Path):
     """The catalog of an entries folder that must check clean, with the citable ids of its lock
     (kb/ids.lock beside the entries), as the build numbers them."""
-    from kb.records import ids, lint
+    from kb.records import families, ids, lint
     from kb.records.catalog import Site
 
     result = lint.check([entries])
     assert result.problems == []
     locked, problems = ids.read(ids.lock_for(entries))
     assert problems == []
-    return Site(result.cells, locked)
+    records, problems = families.load_families(families.folder_for(entries))
+    assert problems == []
+    return Site(result.cells, locked, records)
 
 
 @pytest.fixture(scope="session")
