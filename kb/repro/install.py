@@ -4,7 +4,8 @@ Each release gets its own folder, `<cache>/blackwell-serving-kb/repro/<package>-
 ($XDG_CACHE_HOME, else ~/.cache), filled by `pip install --require-hashes --no-deps
 --only-binary :all: --target` from that release's lines of kb/repro/tools.lock: only the files
 whose sha256 the lock lists, and no package's build code runs. pip fills a folder of its own that
-is renamed into place when complete, so an interrupted install leaves nothing a later run uses.
+is renamed into place when complete, so an interrupted install leaves nothing a later run uses,
+and the next run removes what a killed one left.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ DISTRIBUTION = "blackwell-serving-kb"
 _UNREACHABLE = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary failure in name "
                           r"resolution|Name or service not known|Network is unreachable|ConnectTimeoutError|"
                           r"Read timed out|No matching distribution found|Could not find a version")
+# Why a connection failed, as pip's retry warnings say it (with pip's retries at 0 it says nothing).
+_CONNECTION = [re.compile(p) for p in (r"Failed to establish a new connection: ([^'\")]+)", r"(Read timed out)",
+                                       r"(ConnectTimeoutError)", r"(ProxyError)", r"(CERTIFICATE_VERIFY_FAILED)")]
+# A partial folder: .<release>.<pid>.<random>.partial (partial_folder).
+_PARTIAL = re.compile(r"\..+\.([0-9]+)\.[a-z0-9_]+\.partial")
 
 
 class InstallError(Exception):
@@ -64,37 +70,35 @@ def cached(package: str, version: str) -> Path | None:
 
 def install(package: str, version: str, wheelhouse: Path | None = None, timeout: float = 900) -> Path:
     """The release's folder, installed first when the cache does not hold it. pip's download
-    progress goes to standard error."""
+    progress goes to standard error. With a wheelhouse, pip reads that folder alone: no index, and
+    none of the user's pip settings (an extra index, find-links or constraints there would be other
+    sources); the hashes are checked all the same."""
     target = cached(package, version)
     if target is not None:
         return target
+    if wheelhouse is not None and not wheelhouse.is_dir():
+        raise InstallError(f"--wheelhouse {wheelhouse}: no such folder; name the folder that holds the "
+                           f"{package}=={version} wheel, or leave the option out to download it")
     target = folder(package, version)
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    partial = partial_folder(target)
     try:
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as requirements:
-            requirements.write(lock_lines(package, version))
+        requirements = partial / "requirements.txt"
+        requirements.write_text(lock_lines(package, version), encoding="utf-8")
         command = [sys.executable, "-m", "pip", "install", "--require-hashes", "--no-deps", "--only-binary", ":all:",
                    "--disable-pip-version-check", "--no-input", "--no-warn-script-location",
-                   "--target", str(partial), "-r", requirements.name]
+                   "--target", str(partial / "release"), "-r", str(requirements)]
+        env = None
         if wheelhouse is not None:
             command += ["--no-index", "--find-links", str(wheelhouse)]
+            env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+            env["PIP_CONFIG_FILE"] = os.devnull
         print(f"kb repro: installing {package}=={version} into {target}", file=sys.stderr, flush=True)
-        try:
-            done = run_pip(command, f"installing {package}=={version}", timeout)
-        finally:
-            os.unlink(requirements.name)
+        done = run_pip(command, f"installing {package}=={version}", timeout, env)
         if done.returncode != 0:
-            said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-            last = said[-1] if said else f"exit status {done.returncode}"
-            if _UNREACHABLE.search(done.stderr):
-                where = f"the wheelhouse {wheelhouse}" if wheelhouse else "the package index"
-                raise InstallError(f"cannot get {package}=={version} from {where} (pip: {last}); check the network "
-                                   "and pip's index settings (`pip config list`), or pass --wheelhouse DIR holding "
-                                   "its wheel")
-            raise InstallError(f"pip could not install {package}=={version} (pip: {last})")
+            raise InstallError(failure(f"{package}=={version}", wheelhouse, done))
         try:
-            os.rename(partial, target)
+            os.rename(partial / "release", target)
         except OSError:
             if not target.is_dir():  # another run put it in place first: use that one
                 raise
@@ -103,11 +107,60 @@ def install(package: str, version: str, wheelhouse: Path | None = None, timeout:
         shutil.rmtree(partial, ignore_errors=True)
 
 
-def run_pip(command: list[str], doing: str, timeout: float) -> subprocess.CompletedProcess:
+def failure(release: str, wheelhouse: Path | None, done: subprocess.CompletedProcess) -> str:
+    """One line that says why pip could not install or download a release, and what to do."""
+    said = [line.strip() for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
+    last = said[-1] if said else f"exit status {done.returncode}"
+    if wheelhouse is not None and _UNREACHABLE.search(done.stderr):
+        return (f"no wheel of {release} for this system in the wheelhouse {wheelhouse} (pip: {last}); download "
+                "it there with `pip download --no-deps --only-binary :all: -d DIR` and the release's lines of "
+                "kb/repro/tools.lock, or leave --wheelhouse out")
+    reason = next((found.group(1) for found in (r.search(done.stderr) for r in _CONNECTION) if found), None)
+    if reason is not None:
+        return (f"cannot reach the package index to get {release} ({reason}); check the network and pip's index "
+                "settings (`pip config list`), or pass --wheelhouse DIR holding its wheel")
+    if _UNREACHABLE.search(done.stderr):
+        return (f"the package index has no {release} for this system, or could not be reached (pip: {last}); "
+                "check the network and pip's index settings (`pip config list`), or pass --wheelhouse DIR "
+                "holding its wheel")
+    return f"pip could not install {release} (pip: {last})"
+
+
+def partial_folder(target: Path) -> Path:
+    """An empty folder beside `target`, filled and then renamed into place. Its name carries this
+    process's id, so that the next run removes what a killed run left (sweep) and never a folder
+    another run is still filling; an interrupted run removes its own (the callers' `finally`)."""
+    sweep(target.parent)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".partial", dir=target.parent))
+
+
+def sweep(parent: Path) -> list[Path]:
+    """Remove the partial folders in `parent` whose process is gone; returns them."""
+    gone = []
+    for path in sorted(parent.glob(".*.partial")):
+        named = _PARTIAL.fullmatch(path.name)
+        if named and not _alive(int(named.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            gone.append(path)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def run_pip(command: list[str], doing: str, timeout: float,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run pip, its progress shown on standard error and its messages kept (`.stderr`)."""
     try:
         return subprocess.run(command, stdout=sys.stderr.fileno() if _has_fd() else subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, timeout=timeout)
+                              stderr=subprocess.PIPE, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise InstallError(f"{doing} took over {timeout:.0f} s; check the network and run it again") from None
 
