@@ -7,6 +7,11 @@ TEST_STAMP := $(VENV)/.installed-test
 LOCK := requirements.lock
 TEST_LOCK := requirements-test.lock
 WHEELHOUSE := $(VENV)/wheelhouse
+REPRO_WHEELHOUSE := $(VENV)/repro-wheelhouse
+# The one tool release whose reproduction the tests run end to end (tests/test_repro.py,
+# tests/test_wheel_install.py): ptxas 12.8 from a cu12 wheel, 40 MB. Those tests check that the
+# folder holds their entry's release (tools/wheel_install.py, missing_repro_wheel).
+REPRO_WHEEL := nvidia-cuda-nvcc-cu12==12.8.93
 PIP_INSTALL := $(BIN)/python -m pip install -q --disable-pip-version-check
 CHROMIUM ?= /usr/bin/chromium
 HOST ?= 127.0.0.1
@@ -44,8 +49,23 @@ $(WHEELHOUSE)/.filled: $(STAMP) $(LOCK)
 	$(BIN)/python -m pip download -q --disable-pip-version-check --require-hashes --only-binary :all: -d $(WHEELHOUSE) -r $(LOCK)
 	touch $@
 
+# The wheel of one pinned tool release (REPRO_WHEEL, this system's), hash-checked against its lines
+# of kb/repro/tools.lock as it downloads, in a folder of its own: the end-to-end reproduction tests
+# run `kb repro --wheelhouse` from it, which installs with --no-index, so no test downloads anything.
+# The Makefile is a prerequisite of those lines because it names the release.
+$(REPRO_WHEELHOUSE)/wheel.lock: $(STAMP) kb/repro/tools.lock Makefile
+	mkdir -p $(REPRO_WHEELHOUSE)
+	$(BIN)/python tools/repro_lock.py $(REPRO_WHEEL) > $@.new
+	mv $@.new $@
+
+# Emptied of wheels first, so that no wheel of an older pin is left to be picked.
+$(REPRO_WHEELHOUSE)/.filled: $(REPRO_WHEELHOUSE)/wheel.lock
+	rm -f $(REPRO_WHEELHOUSE)/*.whl $@
+	$(BIN)/python -m pip download -q --disable-pip-version-check --require-hashes --no-deps --only-binary :all: -d $(REPRO_WHEELHOUSE) -r $(REPRO_WHEELHOUSE)/wheel.lock
+	touch $@
+
 # The test tools on top: both locks in one call, so pip checks the whole set together.
-$(TEST_STAMP): $(STAMP) $(TEST_LOCK) $(WHEELHOUSE)/.filled
+$(TEST_STAMP): $(STAMP) $(TEST_LOCK) $(WHEELHOUSE)/.filled $(REPRO_WHEELHOUSE)/.filled
 	$(PIP_INSTALL) --require-hashes --only-binary :all: -r $(LOCK) -r $(TEST_LOCK)
 	touch $@
 

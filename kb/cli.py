@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -322,9 +323,22 @@ def _refresh(args) -> int:
 # --- kb repro (kb.repro.run): re-run the entries' reproductions ---------------------------------
 
 def _repro(args) -> int:
-    from kb.repro import run
+    from kb.repro import install, run
 
-    return run.main(args)
+    # A stop by SIGTERM (a CI job cancelled, `timeout`) unwinds as Ctrl-C does, so the install under
+    # way removes its partial folder (kb.repro.install) and pip, its child, is killed.
+    def _stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        return run.main(args)
+    except KeyboardInterrupt:
+        print(f"\nkb repro: interrupted; nothing half-installed was left in {install.cache_root()} (a release "
+              "is renamed into place only once complete)", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _add_repro(sub) -> None:
@@ -338,8 +352,8 @@ def _add_repro(sub) -> None:
     p.add_argument("ids", nargs="*", metavar="ID", help="entries to reproduce (default: every entry that has one)")
     p.add_argument("--write", action="store_true", help="record the runs that differ in their entry files "
                    "(only the reproductions block changes; each file is replaced whole)")
-    p.add_argument("--wheelhouse", metavar="DIR", help="install the tools from the wheels in DIR, offline, "
-                   "instead of from the package index")
+    p.add_argument("--wheelhouse", metavar="DIR", help="install the tools from the wheels in DIR alone, offline "
+                   "(no package index, none of pip's settings; the hashes of kb/repro/tools.lock still checked)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds each run may take (default: 60)")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.set_defaults(run=_repro)

@@ -50,6 +50,8 @@ def _stage_modules(stage: str) -> list[str]:
 
     names = []
     for path in (ROOT / "kb" / stage).rglob("*.py"):
+        if path.parent == ROOT / "kb" / "repro" / "inputs":
+            continue  # reproduction inputs: scripts `kb repro` runs with a pinned tool's Python, not kb modules
         parts = path.relative_to(ROOT).with_suffix("").parts
         names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return sorted(names)

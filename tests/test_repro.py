@@ -1,10 +1,17 @@
 """Reproductions (kb.records.reproduction, kb repro): every recorded output shows its entry's
 literal and names its pinned release; the writer keeps the files' layout; an unreachable index is
-one clear line; and one ptxas reproduction runs end to end when its wheel is already at hand."""
+one clear line; an interrupted install leaves nothing in the cache; and one ptxas reproduction
+runs end to end from the tool wheelhouse the Makefile fills (.venv/repro-wheelhouse/), offline."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +22,9 @@ from kb.records import lint, reproduction
 from kb.repro import install, write
 
 from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import wheel_install  # noqa: E402
 
 ENTRIES = ROOT / "kb" / "entries"
 # The entries whose ptxas literal a pip ptxas prints verbatim (../shared/notes/static-repro-2026-12-05.md, §1.2-1.3).
@@ -102,17 +112,65 @@ def test_the_writer_changes_only_the_block_and_refuses_what_would_not_read_back(
         write.rewritten(cell.path, broken.encode("utf-8"), list(cell.entry.reproductions))
 
 
-def test_unreachable_index_is_one_clear_line(tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_a_wheelhouse_without_the_release_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(install.InstallError) as raised:
         install.install("nvidia-cuda-nvcc-cu12", "12.4.131", wheelhouse=tmp_path / "empty")
     message = str(raised.value)
-    assert "\n" not in message and message.startswith("cannot get nvidia-cuda-nvcc-cu12==12.4.131 from the wheelhouse")
-    assert "--wheelhouse" in message
+    assert "\n" not in message
+    assert message.startswith(f"no wheel of nvidia-cuda-nvcc-cu12==12.4.131 for this system in the wheelhouse "
+                              f"{tmp_path / 'empty'} (pip: ERROR: No matching distribution found")
     # nothing half-installed is left where a later run would look
     assert install.cached("nvidia-cuda-nvcc-cu12", "12.4.131") is None
     assert [p.name for p in (tmp_path / "cache" / "blackwell-serving-kb" / "repro").iterdir()] == []
+    with pytest.raises(install.InstallError, match=r"^--wheelhouse \S+/missing: no such folder; name the folder"):
+        install.install("nvidia-cuda-nvcc-cu12", "12.4.131", wheelhouse=tmp_path / "missing")
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released): connecting to it is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_an_unreachable_index_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    """pip pointed at an index that refuses connections (retried once, so that it says why):
+    `kb repro` prints one line naming the release and the cause, exits 2, and leaves no folder."""
+    for key in [k for k in os.environ if k.startswith("PIP_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no find-links or extra index of this machine's
+    monkeypatch.setenv("PIP_INDEX_URL", f"https://127.0.0.1:{_closed_port()}/simple/")
+    monkeypatch.setenv("PIP_RETRIES", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    entry = "triton-ptxas-sm120-gpu-name-not-defined"  # ptxas 12.4.131, never in the tool wheelhouse
+    assert cli.main(["repro", entry]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    # one line per reproduction of the entry: its ptxas run, then its Triton 3.2.0 run
+    assert [line.split(":")[0] for line in lines] == [f"error    {entry} reproductions[{n}]" for n in (0, 1)], lines
+    assert lines[1].endswith("cannot reach the package index to get triton==3.2.0 ([Errno 111] Connection refused); "
+                             "check the network and pip's index settings (`pip config list`), or pass --wheelhouse "
+                             "DIR holding its wheel"), lines[1]
+    assert lines[0].startswith(f"error    {entry} reproductions[0]: ptxas ")
+    assert lines[0].endswith(": cannot reach the package index to get nvidia-cuda-nvcc-cu12==12.4.131 ([Errno 111] "
+                             "Connection refused); check the network and pip's index settings (`pip config list`), "
+                             "or pass --wheelhouse DIR holding its wheel"), lines[0]
+    assert os.listdir(tmp_path / "cache" / "blackwell-serving-kb" / "repro") == []
+
+
+def test_sweep_removes_the_partial_folders_of_finished_processes_only(tmp_path):
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # a process id that has exited
+    dead = tmp_path / f".nvidia-cuda-nvcc-cu12-12.8.93.{gone}.k2_x9q0a.partial"
+    live = tmp_path / f".nvidia-cuda-nvcc-cu12-12.8.93.{os.getpid()}.0abc_123.partial"
+    kept = tmp_path / "nvidia-cuda-nvcc-cu12-12.8.93"  # an installed release
+    for path in (dead / "release", live / "release", kept / "nvidia"):
+        path.mkdir(parents=True)
+    assert install.sweep(tmp_path) == [dead]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, kept.name])
 
 
 def test_an_unknown_id_exits_2(capsys):
@@ -120,26 +178,21 @@ def test_an_unknown_id_exits_2(capsys):
     assert "no valid entry 'no-such-entry'" in capsys.readouterr().err
 
 
-def _tool_at_hand(package: str, version: str) -> tuple[list[str], str]:
-    """Extra `kb repro` arguments that get the release without a network, or the skip reason."""
-    if install.cached(package, version):
-        return [], ""
-    wheelhouse = ROOT / ".venv" / "wheelhouse"
-    if list(wheelhouse.glob(f"{package.replace('-', '_')}-{version}-*.whl")):
-        return ["--wheelhouse", str(wheelhouse)], ""
-    return [], (f"{package}=={version} is neither in the cache nor in {wheelhouse}: run `kb repro {END_TO_END}` "
-                "once (it downloads 40 MB) to fill the cache")
+def _offline_release(tmp_path: Path) -> tuple[object, list[str]]:
+    """END_TO_END's cell, and the `kb repro` arguments that install its release from the tool
+    wheelhouse (with XDG_CACHE_HOME set to tmp_path / "cache", into a cache of the test's own)."""
+    (cell,) = [c for c in lint.check([ENTRIES]).cells if c.id == END_TO_END]
+    r = cell.entry.reproductions[0]
+    why = wheel_install.missing_repro_wheel(r.install.package, r.install.version)
+    assert why is None, why
+    return cell, ["--wheelhouse", str(wheel_install.REPRO_WHEELHOUSE)]
 
 
 @pytest.mark.slow
 def test_end_to_end_ok_then_differs_then_written(tmp_path, capsys, monkeypatch):
-    cell = next(c for c in lint.check([ENTRIES]).cells if c.id == END_TO_END)
-    r = cell.entry.reproductions[0]
-    extra, skip = _tool_at_hand(r.install.package, r.install.version)
-    if skip:
-        pytest.skip(skip)
-    if extra:  # installed from the wheelhouse into a cache of the test's own
-        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cell, extra = _offline_release(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert install.cached("nvidia-cuda-nvcc-cu12", "12.8.93") is None  # installed here, from the wheelhouse
     assert cli.main(["repro", END_TO_END, *extra]) == 0
     assert capsys.readouterr().out.startswith(f"ok       {END_TO_END} reproductions[0]: ptxas -arch=sm_120")
 
@@ -220,3 +273,64 @@ def test_the_drivers_output_is_compared_as_recorded(cells):
     # the whole GB10 table is in the recorded output, each figure compiled from vLLM's kernel
     for figure in ("shared=59392", "shared=63488", "shared=83968", "shared=102400"):
         assert figure in recorded.output
+
+
+def _start_repro(tmp_path: Path, extra: list[str]) -> subprocess.Popen:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    return subprocess.Popen([sys.executable, "-m", "kb.cli", "repro", END_TO_END, *extra], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _installing(process: subprocess.Popen, repro: Path) -> list[Path]:
+    """Wait until the run has made its partial folder and pip has been under way for a moment."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        partial = list(repro.glob(".*.partial")) if repro.is_dir() else []
+        if partial:
+            time.sleep(0.5)  # pip has started (the 40 MB wheel takes seconds to unpack)
+            assert process.poll() is None, "the install finished before the test could stop it"
+            return partial
+        time.sleep(0.02)
+    raise AssertionError(f"no partial folder appeared in {repro}: {process.communicate()}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_install_leaves_nothing_in_the_cache(tmp_path, signum):
+    """Ctrl-C, or a SIGTERM (a cancelled CI job), mid-install: kb repro stops pip, removes its
+    partial folder and says so in one line; the cache holds nothing."""
+    _, extra = _offline_release(tmp_path)
+    repro = tmp_path / "cache" / "blackwell-serving-kb" / "repro"
+    process = _start_repro(tmp_path, extra)
+    _installing(process, repro)
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    assert err.splitlines()[-1] == (f"kb repro: interrupted; nothing half-installed was left in {repro} (a release "
+                                    "is renamed into place only once complete)")
+    assert os.listdir(repro) == []
+
+
+@pytest.mark.slow
+def test_a_killed_install_is_cleared_by_the_next_run_which_shows_its_progress(tmp_path):
+    """SIGKILL (nothing can clean up) leaves a partial folder that no run uses: the next run
+    removes it, installs the release whole and prints a line per step, pip's own included."""
+    cell, extra = _offline_release(tmp_path)
+    repro = tmp_path / "cache" / "blackwell-serving-kb" / "repro"
+    process = _start_repro(tmp_path, extra)
+    (left,) = _installing(process, repro)
+    os.killpg(process.pid, signal.SIGKILL)  # kb repro and pip both
+    process.communicate(timeout=60)
+    assert os.listdir(repro) == [left.name]  # the partial folder alone, not the release's
+
+    again = _start_repro(tmp_path, extra)
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, (out, err)
+    assert out.startswith(f"ok       {END_TO_END} reproductions[0]: {cell.entry.reproductions[0].command()} ")
+    assert sorted(os.listdir(repro)) == ["nvidia-cuda-nvcc-cu12-12.8.93"]  # the killed run's folder is gone
+    said = err.splitlines()
+    assert f"kb repro: installing nvidia-cuda-nvcc-cu12==12.8.93 into {repro / 'nvidia-cuda-nvcc-cu12-12.8.93'}" in said
+    (wheel,) = wheel_install.REPRO_WHEELHOUSE.glob("*.whl")
+    # pip's own line for the file it installs (downloading, it shows the size and a progress bar)
+    assert any(line.startswith("Processing ") and f"/{wheel.name} " in line for line in said), said

@@ -1,10 +1,12 @@
 """The wheel as a user installs it (issue 25): built from the sources, installed with its runtime
 dependencies only into a fresh virtual environment outside the checkout, and run from a temporary
 folder with no repository file in reach: `bwkb --version`, `bwkb match LOG`, `... | bwkb match -`,
-`bwkb doctor --json`, and `--entries DIR` for newer records than the wheel's.
+`bwkb doctor --json`, `--entries DIR` for newer records than the wheel's, and `bwkb repro` of a
+ptxas entry.
 
 Nothing is downloaded here: the runtime dependencies come from the wheelhouse that the Makefile's
-test set-up fills from the hashed lock (`make .venv/.installed-test`), installed with --no-index."""
+test set-up fills from the hashed lock (`make .venv/.installed-test`), installed with --no-index,
+and `bwkb repro` installs its ptxas from the tool wheelhouse filled the same way."""
 
 from __future__ import annotations
 
@@ -225,3 +227,46 @@ def test_the_key_is_the_serving_stacks_whichever_way_the_tool_is_installed(insta
         assert report["facts"]["packages"]["torch"] == "2.11.0" and report["facts"]["packages"]["vllm"] == "0.28.1"
         assert Path(report["facts"]["python_environment"]["prefix"]) == serving
     assert os.listdir(installed["work"]) == []
+
+
+REPRO_ENTRY = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"  # ptxas 12.8.93 from a cu12 wheel
+
+
+def test_the_wheel_carries_what_repro_installs_and_runs(installed):
+    """kb/repro/tools.lock and every input travel in the wheel, byte for byte."""
+    python = str(installed["bin"] / "python")
+    done = run(installed, python, "-I", "-c", "import kb.repro, pathlib; print(pathlib.Path(kb.repro.__file__).parent)")
+    assert done.returncode == 0, done.stderr.decode()
+    shipped = Path(done.stdout.decode().strip())
+    assert shipped.is_relative_to(installed["venv"]), shipped
+    source = ROOT / "kb" / "repro"
+    # pip compiles the driver script it installs (__pycache__), and an import here may have too
+    inputs = sorted(p.name for p in (source / "inputs").iterdir() if p.name != "__pycache__")
+    assert inputs and sorted(p.name for p in (shipped / "inputs").iterdir() if p.name != "__pycache__") == inputs
+    for name in ["tools.lock", *(f"inputs/{n}" for n in inputs)]:
+        assert (shipped / name).read_bytes() == (source / name).read_bytes(), name
+
+
+def test_repro_runs_a_ptxas_reproduction_from_the_installed_index(installed):
+    """Issue 34's "done when": outside any checkout, `bwkb repro ID` finds the entry in the
+    installed index, installs its ptxas from a local wheel folder (--no-index, hash-checked) into
+    the per-user cache, runs it and prints ok: the output recorded in the entry, verbatim."""
+    from kb.records import lint
+
+    (cell,) = [c for c in lint.check([ROOT / "kb" / "entries"]).cells if c.id == REPRO_ENTRY]
+    r = cell.entry.reproductions[0]
+    why = wheel_install.missing_repro_wheel(r.install.package, r.install.version)
+    assert why is None, why
+    cache = installed["work"].parent / "repro-cache"
+    done = subprocess.run(["bwkb", "repro", REPRO_ENTRY, "--wheelhouse", str(wheel_install.REPRO_WHEELHOUSE)],
+                          capture_output=True, cwd=installed["work"], timeout=300,
+                          env={**installed["env"], "XDG_CACHE_HOME": str(cache)})
+    assert done.returncode == 0, done.stderr.decode()
+    tool = r.printed.tool_version.rsplit(", ", 1)[-1]
+    assert done.stdout.decode().splitlines() == [
+        f"ok       {REPRO_ENTRY} reproductions[0]: {r.command()} ({r.install.package} {tool})"]
+    assert b"reading the index of the checkout" not in done.stderr
+    release = cache / "blackwell-serving-kb" / "repro" / f"{r.install.package}-{r.install.version}"
+    assert os.listdir(release.parent) == [release.name]
+    assert (release / "nvidia" / "cuda_nvcc" / "bin" / "ptxas").is_file()
+    assert os.listdir(installed["work"]) == []  # it ran in a temporary folder

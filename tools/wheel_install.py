@@ -12,6 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / ".venv" / "wheelhouse"
+# One pinned tool release's wheel (the Makefile's REPRO_WHEEL), for `kb repro --wheelhouse` offline.
+REPRO_WHEELHOUSE = ROOT / ".venv" / "repro-wheelhouse"
 QUIET_PIP = ["--disable-pip-version-check", "--no-input", "-q"]
 
 
@@ -28,6 +30,15 @@ def missing_wheelhouse() -> str | None:
         return None
     return (f"{WHEELHOUSE} is not filled: `make .venv/.installed-test` downloads the locked wheels into it "
             "(hash-checked), so that the wheel installs without the network")
+
+
+def missing_repro_wheel(package: str, version: str) -> str | None:
+    """What is wrong with the tool wheelhouse for that release, or None when its wheel is there."""
+    if list(REPRO_WHEELHOUSE.glob(f"{package.replace('-', '_')}-{version}-*.whl")):
+        return None
+    return (f"{REPRO_WHEELHOUSE} holds no {package}=={version} wheel: `make .venv/.installed-test` downloads "
+            "the Makefile's REPRO_WHEEL into it (hash-checked against kb/repro/tools.lock); if the test's entry "
+            "now uses another release, change REPRO_WHEEL to it")
 
 
 def build_wheel(base: Path, home: Path) -> Path:

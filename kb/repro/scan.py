@@ -84,7 +84,7 @@ def download(scan: Scan, version: str, sha256: str | None, timeout: float = 1800
     if held:
         shutil.rmtree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    partial = install.partial_folder(target)
     try:
         requirement = f"{scan.package}=={version}" + (f" --hash=sha256:{sha256}" if sha256 else "")
         with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as file:
