@@ -184,10 +184,28 @@ def _repo_url(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _families(families, base: str, why: str, gap: bool = True) -> None:
+    """The family answer as `kb match` prints it, each family marked with `why` it is given, after
+    an empty line (but the first when not `gap`: nothing is printed above it)."""
+    from kb.records.visible import visible
+
+    for i, family in enumerate(families):
+        if gap or i:
+            print()
+        print(f"Family answer ({why}): {family.title} [{family.family}]")
+        print(f"   {visible(base + family.url)}")
+        print(f"   How to tell: {family.how_to_tell}")
+        print(f"   Check: {family.check}")
+        print(f"   Fix: {family.fix}")
+        for number in family.lines[:5]:
+            print(f"   line {number}: {visible(family.texts[number], 200)}")
+
+
 def _match(args) -> int:
     from kb.records.verdict import MATCH_TITLES
     from kb.records.visible import visible
     from kb.triage import stdin
+    from kb.triage.familyanswer import ALSO
     from kb.triage.run import triage
 
     try:
@@ -218,22 +236,16 @@ def _match(args) -> int:
         # bidi characters), and in `why` a GPU name and versions as kb.triage.logfacts reads them
         # (ASCII letters, digits, spaces, `.+-`); json.dumps escapes C0 controls in any case.
         out = [hit.as_json() | {"url": base + hit.url, "citable_id": citable.get(hit.entry)} for hit in hits]
-        # The family answer comes last and says so (`answer: family`, no entry): below any entry.
-        out += [family.as_json() | {"url": base + family.url} for family in found.families]
+        # The family answer says so (`answer: family`, no entry): alone when no entry matched, else
+        # first, each entry after it marked as one that also prints its generic lines.
+        families = [family.as_json() | {"url": base + family.url} for family in found.families]
+        out = families + [hit | {"answer": ALSO} for hit in out] if found.families_first else out + families
         print(json.dumps(out, indent=2, ensure_ascii=False))
     elif not hits:
         if found.scope:
             print(f"note: {found.scope}")
         print("no known failure matches this log")
-        for family in found.families:
-            print(f"\nFamily answer (no entry matches; the log shows a line this family of failures prints): "
-                  f"{family.title} [{family.family}]")
-            print(f"   {visible(base + family.url)}")
-            print(f"   How to tell: {family.how_to_tell}")
-            print(f"   Check: {family.check}")
-            print(f"   Fix: {family.fix}")
-            for number in family.lines[:5]:
-                print(f"   line {number}: {visible(family.texts[number], 200)}")
+        _families(found.families, base, "no entry matches; the log shows a line this family of failures prints")
         if found.families:
             print()
         print("To ask for a new entry, open a \"New failure\" issue with the text below; read and edit it first. It "
@@ -245,6 +257,11 @@ def _match(args) -> int:
     else:
         if found.scope:
             print(f"note: {found.scope}\n")
+        if found.families_first:
+            _families(found.families, base, "every known failure that matches rests only on a generic line, which "
+                      "other GPUs and other causes print too", gap=False)
+            print("\nAlso prints this line (known failures whose only match is that generic line; nothing in the log "
+                  "decides for them):")
         for rank, hit in enumerate(hits, 1):
             # The log is anyone's text: its lines are shown with controls escaped (an ESC or a CR
             # in a log line would otherwise act on the terminal) and cut to 200 characters.
@@ -411,7 +428,9 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("match", help="find the failures a log shows (exit 0 matches, 1 none, 2 unreadable)")
     p.add_argument("file", help="log file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print [{entry, score, lines, signature, url, verdict, why, generic_only}], then, when no entry matches, "
-                   "the family answer: [{answer: family, entry: null, family, title, url, lines, signature, check, fix}]")
+                   "the family answer: [{answer: family, entry: null, family, title, url, lines, signature, check, fix}]; "
+                   "when every entry matched only generic lines and nothing decides, the family answer first and the "
+                   "entries after it with answer: also-prints-this-line")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.add_argument("--site-url", type=_site_url, default=os.environ.get(SITE_URL_ENV) or None,
                    help=f"the published site, prefix of the entry URLs, e.g. https://example.org/kb/ (default: "

@@ -151,6 +151,7 @@ def test_score_counts_right_first_and_misses():
         "007-g.log": {"kind": "positive", "expected": None, "expected_family": "fam", "gpu": "g"},
         "008-h.log": {"kind": "positive", "expected": "x", "gpu": "g"},
         "009-neg-i.log": {"kind": "negative", "expected": None, "gpu": "RTX 5090", "blackwell": True},
+        "010-neg-j.log": {"kind": "negative", "expected": None, "gpu": "T4", "blackwell": False},
     }
     results = {
         "001-a.log": [{"entry": "x"}],
@@ -163,12 +164,15 @@ def test_score_counts_right_first_and_misses():
         "007-g.log": [{"entry": "x"}],
         "008-h.log": [{"answer": "family", "entry": None, "family": "fam"}],
         "009-neg-i.log": [],
+        # The family answer first, a cell that matched only a generic line after it: no cell handed first.
+        "010-neg-j.log": [{"answer": "family", "entry": None, "family": "fam"},
+                          {"entry": "x", "verdict": "unknown", "answer": "also-prints-this-line"}],
     }
     figures = triage_corpus.score(table, results, {"x": "fam", "y": None, "z": "other"})
     assert (figures["right_first"], figures["right_or_family_first"], figures["positives"]) == (2, 3, 5)
     assert (figures["blackwell_failures"], figures["gap"]) == (6, ["009-neg-i.log"])
-    assert (figures["negatives_given_a_cell"], figures["negatives_given_applies"], figures["negatives_matched"]) == (1, 1, 2)
-    assert figures["negatives_given_a_family"] == 1
+    assert (figures["negatives_given_a_cell"], figures["negatives_given_applies"], figures["negatives_matched"]) == (1, 1, 3)
+    assert figures["negatives_given_a_family"] == 2
     assert figures["has_verdict"] is True
     assert figures["misses"] == [
         ("002-b.log", "positive", "expected entry:y ranked 2, first was entry:z"),
@@ -176,4 +180,6 @@ def test_score_counts_right_first_and_misses():
         ("008-h.log", "positive", "expected entry:x absent, first was family:fam"
                                   " (the right family's answer: counted as right family first)"),
         ("003-neg-c.log", "negative", "handed y first (verdict applies) on V100; a cell marked applies: line 2 shows sm_120"),
+        ("004-neg-d.log", "negative", "given the family answer first (family:fam) on A100"),
+        ("010-neg-j.log", "negative", "given the family answer first (family:fam) on T4"),
     ]

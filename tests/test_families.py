@@ -1,5 +1,6 @@
 """Families (kb/families/, kb.records.families): their lint, the entry field that names one (KB092),
-and the family answer of `kb match` for a log no entry matches (kb.triage.familyanswer)."""
+and the family answer of `kb match` (kb.triage.familyanswer): for a log no entry matches, and first
+for one whose entries match only generic lines; never for another GPU's log."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 import subprocess
 import sys
 
-from kb.records import families, lint
+from kb.records import families, lint, patterns
+from kb.triage import familyanswer, match
 
 from conftest import FIXTURES, ROOT
 
@@ -84,10 +86,79 @@ def test_a_line_only_a_family_knows_gets_the_family_answer_text_and_json(tmp_pat
     assert f"   line 2: {COMFYUI_7677}\n" in text
 
 
-def test_a_log_an_entry_matches_gets_no_family_answer(tmp_path):
-    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
-    found = json.loads(_match(tmp_path, f"NVIDIA GeForce RTX 5090\n{line}\n", "--json").stdout)
-    assert found and all(hit.get("answer") != "family" and hit["entry"] for hit in found)
+TORCH_LINE = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+TORCH_WARNING = ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch "
+                 "installation.")
+
+
+def test_a_log_an_entry_matches_by_a_non_generic_line_gets_no_family_answer(tmp_path):
+    found = json.loads(_match(tmp_path, f"{TORCH_WARNING}\n{TORCH_LINE}\n", "--json").stdout)
+    assert found[0]["entry"] == "torch-sm120-not-compatible-pytorch-install" and not found[0]["generic_only"]
+    assert all(hit.get("answer") is None and hit["entry"] for hit in found)
+
+
+def test_a_version_that_decides_keeps_the_entry_first_without_a_family_answer(tmp_path):
+    """vLLM 0.9.0 is within the vLLM entry's affected range (<0.9.2): the version decides."""
+    log = f"NVIDIA GeForce RTX 5090\nvLLM API server version 0.9.0\n{TORCH_LINE}\n"
+    found = json.loads(_match(tmp_path, log, "--json").stdout)
+    assert found[0]["entry"] == "vllm-no-kernel-image-sm120-build" and found[0]["verdict"] == "applies"
+    assert all(hit.get("answer") is None for hit in found)
+
+
+def test_entries_that_match_only_a_generic_line_come_below_the_family_answer(tmp_path):
+    """Issue 35 item 2: every entry a log matches rests on the generic "no kernel image" line and
+    nothing decides, so the family answer comes first, marked, and the entries follow as ones
+    that also print the line; the text output says both."""
+    log = f"NVIDIA GeForce RTX 5090\n{TORCH_LINE}\n"
+    done = _match(tmp_path, log, "--json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [(h.get("answer"), h["entry"] or h["family"]) for h in found][0] == ("family", "no-code-for-gpu")
+    assert found[0]["lines"] == [2] and len(found) > 2
+    entries = found[1:]
+    assert {h["entry"] for h in entries} >= {"torch-sm120-not-compatible-pytorch-install", "vllm-no-kernel-image-sm120-build"}
+    assert all(h["answer"] == familyanswer.ALSO and h["generic_only"] for h in entries)
+    text = _match(tmp_path, log).stdout
+    assert text.startswith("Family answer (every known failure that matches rests only on a generic line")
+    also = text.index("\nAlso prints this line (")
+    assert text.index("[no-code-for-gpu]") < also < text.index("[torch-sm120-not-compatible-pytorch-install]")
+
+
+def test_no_family_answer_for_a_log_of_another_gpu(tmp_path):
+    """The families are about sm_120 and sm_121: a log whose GPU is an H100 gets none (issue 35 item 2)."""
+    done = _match(tmp_path, f"GPU 0: NVIDIA H100 80GB HBM3\n{COMFYUI_7677}\n", "--json")
+    assert done.returncode == 1 and json.loads(done.stdout) == []
+
+
+def test_a_capability_placeholder_of_a_family_pattern_stands_for_sm_120_and_sm_121_only():
+    """`sm_{int}` in a family pattern compiles to 120 or 121 (the whole number), so torch's warning
+    for an H100 (sm_90) or a B200 (sm_100) is no family line, as in the triage page, which runs the
+    same expression (tests/vectors/match.json: family-none-for-the-sm90-warning)."""
+    records, _ = families.load_families(families.HERE)
+    rule_list = familyanswer.rules(records)
+    warning = "NVIDIA {} with CUDA capability sm_{} is not compatible with the current PyTorch installation."
+    shown = {(gpu, sm): [r.entry for r in match.Matcher(rule_list).match_line(warning.format(gpu, sm))]
+             for gpu, sm in (("GeForce RTX 5090", 120), ("GB10", 121), ("H100 PCIe", 90), ("B200", 100),
+                             ("GeForce RTX 5090", 1200), ("GB10", 12))}
+    assert shown == {("GeForce RTX 5090", 120): ["no-code-for-gpu"], ("GB10", 121): ["no-code-for-gpu"],
+                     ("H100 PCIe", 90): [], ("B200", 100): [], ("GeForce RTX 5090", 1200): [], ("GB10", 12): []}
+    capability = "No compiled cutlass_scaled_mm for CUDA device capability: {}"
+    assert [[r.entry for r in match.Matcher(rule_list).match_line(capability.format(n))] for n in (120, 121, 90, 100)] \
+        == [["source-build-arch-list"], ["source-build-arch-list"], [], []]
+    # An entry's placeholder is not restricted: `only` is the families' alone.
+    assert patterns.matches(patterns.compile_signature("x", "with CUDA capability sm_{int} is not compatible"),
+                            warning.format("H100", 90))
+
+
+def test_the_driver_and_runtime_names_of_no_kernel_image_are_family_lines():
+    """CuPy's driver-API name (xsuite#684) and the runtime-API name torch points to (Protenix#205)."""
+    records, _ = families.load_families(families.HERE)
+    matcher = match.Matcher(familyanswer.rules(records))
+    for line in ("`CUDADriverError: CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel image is available for execution on the "
+                 "device.`",
+                 "Search for `cudaErrorNoKernelImageForDevice' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+                 "group__CUDART__TYPES.html for more information."):
+        assert [r.entry for r in matcher.match_line(line)] == ["no-code-for-gpu"], line
 
 
 def test_a_warm_family_answer_comes_from_the_cache_without_the_records_model(tmp_path):

@@ -18,7 +18,7 @@ import pytest
 from browser import serve
 from conftest import ROOT
 from kb.records import lint, patterns
-from kb.triage import match, rules
+from kb.triage import familyanswer, match, rules
 
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "match.json").read_text(encoding="utf-8"))["vectors"]
 KB = [sys.executable, "-m", "kb.cli"]
@@ -69,16 +69,23 @@ def test_kb_match_in_process_prints_what_the_command_prints(vector, cli_results)
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
 def test_kb_match_vectors(vector, cli_results):
-    found = [hit["entry"] for hit in cli_results[vector["name"]]]
+    got = cli_results[vector["name"]]
+    families = [hit for hit in got if hit.get("answer") == "family"]
+    found = [hit["entry"] for hit in got if hit.get("answer") != "family"]
     assert (found[0] if found else None) == vector["first"], found
     assert not set(vector["excludes"]) & set(found)
     assert set(vector["includes"]) <= set(found)
-    for hit in cli_results[vector["name"]]:
-        if hit.get("answer") == "family":  # the family answer (kb.triage.familyanswer): only when no entry matches
-            assert not found[0] and set(hit) == {"answer", "entry", "family", "title", "url", "lines", "signature",
-                                                 "check", "fix"}
+    assert [hit["family"] for hit in families] == vector.get("families", [])
+    # The family answer (kb.triage.familyanswer) comes alone, or first with every entry after it
+    # marked as one that also prints its generic line.
+    assert got[:len(families)] == families
+    keys = {"entry", "citable_id", "score", "lines", "signature", "url", "verdict", "why", "generic_only"}
+    for hit in got:
+        if hit.get("answer") == "family":
+            assert set(hit) == {"answer", "entry", "family", "title", "url", "lines", "signature", "check", "fix"}
             continue
-        assert set(hit) == {"entry", "citable_id", "score", "lines", "signature", "url", "verdict", "why", "generic_only"}
+        assert set(hit) == (keys | {"answer"} if families else keys)
+        assert hit.get("answer") == (familyanswer.ALSO if families else None) and (hit["generic_only"] or not families)
         assert all(1 <= n <= len(vector["log"]) for n in hit["lines"])
 
 

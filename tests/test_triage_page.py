@@ -234,6 +234,34 @@ def test_a_log_only_a_family_explains_gets_the_family_answer_marked_below_where_
     page.close()
 
 
+def test_a_log_whose_entries_match_only_a_generic_line_gets_the_family_answer_first(live_site, browser):
+    """Issue 35 item 2, on the page as in `kb match --json`: the family answer first, marked, then the
+    entries that match only the generic line, each marked as also printing it; no new-failure request."""
+    log = "NVIDIA GeForce RTX 5090\nRuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    expected = _kb_match(log)
+    families = [h for h in expected if h.get("answer") == "family"]
+    entries = [h for h in expected if h.get("answer") != "family"]
+    assert [h["family"] for h in families] == ["no-code-for-gpu"] and expected[:1] == families and entries
+    page = browser.new_page()
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", log)
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results][data-families]")
+        assert json.loads(page.get_attribute("#kb-triage", "data-families")) == families
+        shown = json.loads(page.get_attribute("#kb-triage", "data-results"))
+        assert shown == [{k: v for k, v in h.items() if k != "citable_id"} for h in entries]
+        items = page.locator(".kb-triage__results > li")
+        assert items.count() == 1 + len(entries)
+        assert items.nth(0).inner_text().startswith("Family answer: every known failure that matches rests only on a "
+                                                     "generic line")
+        for k in range(1, 1 + len(entries)):
+            assert items.nth(k).inner_text().startswith("Also prints this line:")
+        assert page.inner_text(".kb-triage__status").startswith("The family answer comes first:")
+        assert page.locator(".kb-triage__new").is_hidden()
+    page.close()
+
+
 def test_triage_page_words_say_failure_not_cell(live_site):
     """The page's own text (the site's navigation and feed title are other pages' business)."""
     page = (live_site / "triage" / "index.html").read_text(encoding="utf-8")

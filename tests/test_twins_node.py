@@ -32,7 +32,8 @@ MATCH_KEYS = ("entry", "lines", "signature", "url", "verdict", "why", "generic_o
 
 def _python_match(log: str) -> tuple[list[dict], list[dict]]:
     """`kb match --json` in-process: the same pipeline the command runs (kb.triage.run): the
-    entries' hits, and the family answer (only when no entry matched)."""
+    entries' hits, and the family answer (kb.triage.familyanswer.wanted: alone when no entry
+    matched, first when every entry matched only generic lines and nothing decides)."""
     found = run.triage(ENTRIES, io.BytesIO(log.encode("utf-8")), request=False)
     return [hit.as_json() for hit in found.hits], [family.as_json() for family in found.families]
 

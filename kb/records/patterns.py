@@ -34,6 +34,12 @@ also stands for `sm120`, `sm_120a` and `compute_120` once normalised; a bare `12
 `sm_121a` where an RTX 5090 prints `sm_120a`. Numbers the cell does not cover (sm_100, sm_90)
 stay as written, and so does every number of a cell that covers one architecture of a major.
 The alternatives differ in one digit, so the pattern stays unambiguous and linear.
+
+Capability placeholders (`only`): a family's pattern (kb.triage.familyanswer) is about sm_120 and
+sm_121 alone, so there an `{int}` or `{num}` right after `sm_`, `sm`, `cc`, `arch` or `capability`
+(`with CUDA capability sm_{int} is not compatible`, `device capability: {int}`) takes only those
+numbers (`120`/`121`, or `12.0`/`12.1` for `{num}`), the whole run of its characters as before: an
+H100's `sm_90` line is no family line. Entries' placeholders stay as written.
 """
 
 from __future__ import annotations
@@ -256,19 +262,37 @@ def _anchor(words: list[str]) -> str:
     return max(words, key=lambda w: (any(c == "_" or c.isdigit() for c in w), len(w))) if words else ""
 
 
-def compile_signature(text: str, match: str | None = None, architectures=()) -> Compiled:
+def compile_signature(text: str, match: str | None = None, architectures=(), only=()) -> Compiled:
     """The pattern of one signature (PatternError when `match` is malformed or ambiguous).
     `architectures`: the cell's, whose families of capability numbers the pattern lets vary
-    (`widen`), unless that would leave the pattern no word to be found by."""
+    (`widen`), unless that would leave the pattern no word to be found by. `only`: architectures
+    (`sm_120`, ...) that a capability placeholder stands for (`_capability_slot`); none: any number."""
     widened = family(architectures)
     if widened:
-        compiled = _compile(text, match, widened)
+        compiled = _compile(text, match, widened, only)
         if compiled.anchor:
             return compiled
-    return _compile(text, match, None)
+    return _compile(text, match, None, only)
 
 
-def _compile(text: str, match: str | None, widened: dict[int, tuple[int, ...]] | None) -> Compiled:
+# Literal text (normalised) that a capability number follows: `sm_`, `sm`, `cc`, `arch` or
+# `capability`, then spaces or `_:=` (`capability sm_`, `device capability: `).
+_CAPABILITY_BEFORE = re.compile(r"(?:^|[^a-z0-9_])(?:sm|cc|arch|capability)[ _:=]*$")
+
+
+def _capability_slot(slot: str, before: str, only) -> str | None:
+    """The expression of an `{int}` or `{num}` placeholder after capability words (`before`, the
+    normalised literal before it) that stands only for the architectures `only` ('sm_120' -> `120`,
+    and for `{num}` `12.0` too); None where the placeholder is no such one. The alternatives take
+    the whole run of the placeholder's characters (a lookahead for one more), as the placeholder does."""
+    if not only or slot not in ("int", "num") or not _CAPABILITY_BEFORE.search(before):
+        return None
+    digits = [a[3:] for a in only if re.fullmatch(r"sm_[0-9]{2,3}", a)]
+    forms = digits + ([f"{d[:-1]}.{d[-1]}" for d in digits] if slot == "num" else [])
+    return "(?:" + "|".join(re.escape(f) for f in forms) + f")(?!{SPECS[slot].after})"
+
+
+def _compile(text: str, match: str | None, widened: dict[int, tuple[int, ...]] | None, only=()) -> Compiled:
     parts = parse(match) if match is not None else [("text", text)]
     source = ""
     literals = []
@@ -278,6 +302,10 @@ def _compile(text: str, match: str | None, widened: dict[int, tuple[int, ...]] |
             spec = SPECS[value]
             if value == "rest":
                 source += spec.regex
+                continue
+            restricted = _capability_slot(value, _literal(parts[i - 1][1]), only) if i > 0 else None
+            if restricted is not None:
+                source += restricted
                 continue
             if i == 0:
                 source += f"(?<!{spec.before})"

@@ -292,6 +292,18 @@ def out_of_scope(found: list[dict] | None) -> str | None:
     return WORDS["out_of_scope"].format(scope="/".join(gpus.SCOPE), gpus=", ".join(dict.fromkeys(named)))
 
 
+def proven(cell: dict, facts: dict, matched: list[str] | tuple = ()) -> bool:
+    """Whether the log proves a cell beyond the text it matched: a decisive signature of it matched
+    (`matched`, texts), or a package the cell ranges is shown within its affected range or as a
+    failing build (what `decide` calls affected). A cell only generic lines matched and nothing
+    proves ranks below the family answer of those lines (kb.triage.familyanswer.placed). Its twin
+    is kbVerdict.proven."""
+    if any(line["text"] in matched for line in cell.get("decisive", [])):
+        return True
+    packages = facts.get("packages", {})
+    return any(_decides(item) and _package(_Range(item), packages)[0] == "affected" for item in cell["components"])
+
+
 def scope(entry) -> dict:
     """What `decide` and `on_stack` need of a cell (and the pages get in triage/patterns.json and
     stack/stack.json): the architectures it covers; each component's package, role, range

@@ -1,8 +1,14 @@
-"""The family answer (issue 35 item 2): when no entry matches a log, the families whose generic
-lines it shows (kb.records.families), each with how to tell, the check and the general fix.
+"""The family answer (issue 35 item 2): the families whose generic lines a log shows
+(kb.records.families), each with how to tell, the check and the general fix.
 
-It is a fallback and ranks below every entry: a log an entry matches gets the entry (whose page
-names its family) and no family answer, so its answer is unchanged. Lines are tested one by one
+When it is given (`wanted`, `of_lines`): never for a log whose GPUs are all outside sm_120/sm_121
+(the families are about those); for a log no entry matches, alone; and, first, for a log whose
+every entry match rests only on generic lines (lines other GPUs and other causes print too, as
+"no kernel image is available") with nothing that proves one of them (no decisive line, no
+version in its range: kb.records.verdict.proven): a generic line says which mechanism failed, not
+which build, so the entries it matches follow as "also prints this line". A log with a
+non-generic entry match, or one a version decides, gets its entries and no family answer, as
+before. kb-match.js (kbMatch.placed) gives the same on the triage page. Lines are tested one by one
 (kb.triage.match.Matcher.match_line: anchor, words, pattern on the normalised line), as the
 triage page's twin (kbMatch.families in kb-match.js) does; a family's lines are its generic
 ones, printed whole on one line. `rules` compiles the families' patterns and `answers` takes what
@@ -17,12 +23,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kb.records.gpus import SCOPE
 from kb.triage.match import MAX_LINE
 
 SHOWN_LINES = 5
-# Families are about sm_120 and sm_121: a capability number in a pattern stands for either
-# (kb.records.patterns.widen), never for sm_100 or sm_90.
-SM12X = ("sm_120", "sm_121")
+# How `kb match --json` marks an entry listed below a family answer that comes first: it matched
+# only generic lines, which it also prints (the triage page says it in words).
+ALSO = "also-prints-this-line"
+# Families are about sm_120 and sm_121 (the index's scope): a capability number in a pattern
+# stands for either (kb.records.patterns.widen), and so does a capability placeholder
+# (`sm_{int}`: patterns' `only`), never for sm_100 or sm_90.
+SM12X = SCOPE
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,7 @@ def rules(records) -> list:
     for record in sorted(records, key=lambda r: r.id):
         seen = set()
         for pattern in record.family.patterns:
-            compiled = patterns.compile_signature(pattern.text, pattern.match, SM12X)
+            compiled = patterns.compile_signature(pattern.text, pattern.match, SM12X, only=SM12X)
             if compiled.source in seen:  # two literals of one form: one rule, as for entries
                 continue
             seen.add(compiled.source)
@@ -127,6 +138,31 @@ def answer(found: dict[str, Answer], rule_list: list, lines) -> list[FamilyHit]:
     return sorted(hits.values(), key=lambda h: (h.lines[0], h.family))
 
 
+def wanted(hits, cells: dict[str, dict], facts: dict) -> bool:
+    """Whether a log gets a family answer beside `hits` (kb.triage.match.Hit, decided): not when
+    every GPU the log shows (`facts`, kb.triage.match.read_facts) is outside sm_120/sm_121
+    (kb.records.verdict.out_of_scope); else when no hit rests on a line not marked generic
+    (`specific`) and none that is not ruled out is proven by the log (verdict.proven: a decisive
+    line, a version in its affected range). `cells`: entry id -> kb.records.verdict.scope."""
+    from kb.records import verdict
+
+    if verdict.out_of_scope(facts.get("gpus")) is not None:
+        return False
+    return all(not hit.specific and (hit.verdict == "ruled-out" or
+                                     not verdict.proven(cells[hit.entry], facts, list(hit.signatures)))
+               for hit in hits)
+
+
+def of_lines(families: list[FamilyHit], hits) -> list[FamilyHit]:
+    """Of the family answer `families`, what a log with `hits` shows: all of it when no entry
+    matched, else the families that show on a line one of the hits matched (the family answer
+    for those lines; its order kept)."""
+    if not hits:
+        return families
+    matched = {number for hit in hits for number in hit.lines}
+    return [family for family in families if matched.intersection(family.lines)]
+
+
 def from_stream(entries: Path, log: BinaryIO) -> list[FamilyHit]:
     """The family answer for the log in `log` (read from its start)."""
     found, rule_list = load(entries)
@@ -135,10 +171,11 @@ def from_stream(entries: Path, log: BinaryIO) -> list[FamilyHit]:
 
 def export(found: dict[str, Answer], rule_list: list) -> dict:
     """What the triage page needs for the family answer: the rules (as kb.triage.rules.export
-    writes the entries'), and by family id what its answer shows."""
+    writes the entries'), by family id what its answer shows, and how an entry below a family
+    answer that comes first is marked (ALSO)."""
     from kb.triage.rules import rule_json
 
-    return {"rules": [rule_json(r) for r in rule_list],
+    return {"rules": [rule_json(r) for r in rule_list], "also": ALSO,
             "answers": {k: {n: v for n, v in asdict(a).items() if n != "family"} for k, a in sorted(found.items())}}
 
 

@@ -22,12 +22,19 @@ class Triage:
     hits: list[match.Hit] = field(default_factory=list)
     request: Issue | None = None  # the new-entry request, when nothing matched and one was asked for
     citable: dict[str, str] = field(default_factory=dict)  # entry id -> citable id, for the hits
-    families: list[familyanswer.FamilyHit] = field(default_factory=list)  # the family answer, when no entry hit
+    # The family answer (kb.triage.familyanswer.wanted): alone when no entry hit; first, with the
+    # hits below it as entries that also print its lines, when every hit rests on generic lines only.
+    families: list[familyanswer.FamilyHit] = field(default_factory=list)
     # What the reader is told beside the hits (the triage page says the same, kb-triage.js): that
     # the log's GPU is outside the index (verdict.out_of_scope), and that a version would decide
     # (verdict.undecided_versions, the hint to add `pip list`).
     scope: str | None = None
     pip_hint: str | None = None
+
+    @property
+    def families_first(self) -> bool:
+        """Whether the family answer comes above the hits, which then also print its lines."""
+        return bool(self.hits and self.families)
 
 
 def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
@@ -49,9 +56,9 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     if hits:
         hits = match.decide(hits, cells, facts)
     new, families = None, []
-    if not hits:  # a family's generic lines: its answer, below any entry, so only when none matched
+    if familyanswer.wanted(hits, cells, facts):
         log.seek(0)
-        families = familyanswer.from_stream(entries, log)
+        families = familyanswer.of_lines(familyanswer.from_stream(entries, log), hits)
     if not hits and request:
         log.seek(0)
         new = from_stream(log)  # bounded lines: a huge line is never read whole

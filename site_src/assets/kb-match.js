@@ -25,7 +25,7 @@
     var rules = kbNormalise.compile(data.normalise);
     return { byAnchor: byAnchor, anchors: Object.keys(byAnchor).sort(), window: data.window,
              families: { byAnchor: familyRules, anchors: Object.keys(familyRules).sort(),
-                         answers: data.families.answers },
+                         answers: data.families.answers, also: data.families.also },
              wrap: kbWrapped.compile(data.wrapped), evidence: kbEvidence.compile(data.evidence), cells: data.cells,
              logfacts: data.logfacts, factsBytes: data.facts_bytes, verdict: data.verdict,
              // A line normalised as the search box does it (kb-normalise.js, normalise.normalise).
@@ -198,5 +198,24 @@
   // What the log says of its machine, as `finish` reads it (the page's scope and pip list notes).
   function facts(e, text) { return kbLogFacts.read(e.logfacts, head(text, e.factsBytes)); }
 
-  window.kbMatch = { compile: compile, start: start, match: match, facts: facts };
+  // The family answer a log gets beside its hits (familyanswer.wanted and of_lines): none when
+  // every GPU the log shows is outside sm_120/sm_121; all of `families` when no entry matched; the
+  // families on a line a hit matched, to come first, when no hit rests on a line not marked generic
+  // and none that is not ruled out is proven (kbVerdict.proven: a decisive line, a version in its
+  // range); else none.
+  function placed(e, text, hits, families) {
+    var known = facts(e, text);
+    if (kbVerdict.outOfScope(e.verdict, known.gpus)) return [];
+    var generic = hits.every(function (h) {
+      return !h.specific && (h.verdict === "ruled-out" ||
+        !kbVerdict.proven(e.verdict, e.cells[h.entry], known, h.signatures.map(function (s) { return s[0]; })));
+    });
+    if (!generic) return [];
+    if (!hits.length) return families;
+    var matched = {};
+    hits.forEach(function (h) { h.lines.forEach(function (n) { matched[n] = true; }); });
+    return families.filter(function (f) { return f.lines.some(function (n) { return matched[n]; }); });
+  }
+
+  window.kbMatch = { compile: compile, start: start, match: match, facts: facts, placed: placed };
 })();

@@ -1,8 +1,9 @@
 // The triage page (templates/pages/triage.html): a pasted, dropped or sample log matched by kbMatch
 // (kb-match.js, with kb-wrapped, kb-evidence, kb-logfacts and kb-verdict.js, each the twin of its
 // module in kb/triage/ or kb/records/verdict.py), the results shown best first with the words the
-// build wrote for each cell, and, when nothing matches, the family answer (kbMatch.families, marked,
-// below where an entry would be) and kbRequest's new-failure request.
+// build wrote for each cell, the family answer (kbMatch.placed: alone when nothing matches, then with
+// kbRequest's new-failure request; first, marked, when every match rests only on a generic line and
+// nothing decides, the entries then listed below it as also printing that line).
 (function () {
   "use strict";
 
@@ -113,13 +114,16 @@
     return lines;
   }
 
-  // A family answer (kbMatch.families, for a log no entry matches): marked as such, with how to
-  // tell, the check and the general fix from the family's record, and a link to its page.
-  function familyResult(hit, only) {
+  // A family answer (kbMatch.placed): marked as such (`first`: above entries that match only a
+  // generic line, rather than for a log no entry matches), with how to tell, the check and the
+  // general fix from the family's record, and a link to its page.
+  function familyResult(hit, only, first) {
     var site = new URL("..", patternsUrl);
     var li = element("li", "kb-triage__hit kb-triage__family");
-    li.appendChild(element("p", "kb-triage__family-label", "Family answer: no entry matches, but the log shows a " +
-      "line this family of failures prints."));
+    li.appendChild(element("p", "kb-triage__family-label", first
+      ? "Family answer: every known failure that matches rests only on a generic line, which other GPUs and " +
+        "other causes print too; they follow below."
+      : "Family answer: no entry matches, but the log shows a line this family of failures prints."));
     var title = element("h3", "kb-triage__title");
     var a = element("a", "kb-triage__link", hit.title);
     a.href = new URL(hit.url, site).pathname;
@@ -138,12 +142,22 @@
 
   function render(text, hits, found) {
     list.textContent = "";
-    hits.forEach(function (hit) { list.appendChild(result(hit, hits.length === 1)); });
-    // A family's answer ranks below any entry: it is shown only when no entry matched.
-    var families = hits.length ? [] : found;
-    families.forEach(function (hit) { list.appendChild(familyResult(hit, families.length === 1)); });
-    status.textContent = hits.length ? hits.length + " known failure" + (hits.length === 1 ? "" : "s") +
-      " match" + (hits.length === 1 ? "es" : "") + " this log, best first."
+    // The family answer (kbMatch.placed, as `kb match`): alone when no entry matched; first when
+    // every entry matched only generic lines and nothing decides, each entry then marked as one
+    // that also prints the line.
+    var families = kbMatch.placed(engineNow, text, hits, found);
+    var first = hits.length > 0 && families.length > 0;
+    families.forEach(function (hit) { list.appendChild(familyResult(hit, families.length === 1 && !first, first)); });
+    hits.forEach(function (hit) {
+      var li = result(hit, hits.length === 1 && !first);
+      if (first) li.insertBefore(element("p", "kb-triage__also", "Also prints this line: this known failure " +
+        "matches only that generic line, and nothing in the log decides for it."), li.firstChild);
+      list.appendChild(li);
+    });
+    var some = hits.length + " known failure" + (hits.length === 1 ? "" : "s");
+    status.textContent = first ? "The family answer comes first: the " + some + " that match" +
+      (hits.length === 1 ? "es" : "") + " this log rest" + (hits.length === 1 ? "s" : "") + " only on a generic line."
+      : hits.length ? some + " match" + (hits.length === 1 ? "es" : "") + " this log, best first."
       : "No known failure matches this log." + (families.length ? " Its lines fit " + (families.length === 1 ?
         "a family of failures" : families.length + " families of failures") + ", below." : "");
     fresh.hidden = hits.length > 0;
@@ -157,8 +171,10 @@
     link();
     copied.textContent = "";
     form.setAttribute("data-results", JSON.stringify(hits.map(function (h) {
-      return { entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url,
-               verdict: h.verdict, why: h.why, generic_only: !h.specific };
+      var shown = { entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url,
+                    verdict: h.verdict, why: h.why, generic_only: !h.specific };
+      if (first) shown.answer = engineNow.families.also;  // as `kb match --json` marks it
+      return shown;
     })));
     form.setAttribute("data-families", JSON.stringify(families.map(function (h) {
       return { answer: h.answer, entry: h.entry, family: h.family, title: h.title, url: h.url,

@@ -255,10 +255,19 @@
     return fill(t.words.pip_list, { packages: or(named),
                                     count: waiting.length === 1 ? "this failure" : waiting.length + " of these failures" });
   }
+  // verdict.proven: a decisive signature of the cell matched (`matched`, texts), or a package it
+  // ranges is shown within its affected range or as a failing build.
+  function proven(t, cell, facts, matched) {
+    if ((cell.decisive || []).some(function (line) { return (matched || []).indexOf(line.text) >= 0; })) return true;
+    var packages = facts.packages || {};
+    return cell.components.some(function (item) {
+      return decides(item) && packageVerdict(t, item, packages)[0] === "affected";
+    });
+  }
   // Every function takes the exported table `t` (kb.records.verdict.export(): the verdicts' order,
   // the reasons' words, the capability table), as the pages find it in their JSON.
   window.kbVerdict = { decide: decide, stack: stack, tie: tie, version: version, arch: arch, capability: capability,
-                       outOfScope: outOfScope, pipHint: pipHint,
+                       outOfScope: outOfScope, pipHint: pipHint, proven: proven,
                        rank: function (t, hits, order) {
                          return hits.slice().sort(function (a, b) { return rankCompare(order || t.order, a, b); });
                        } };

@@ -22,11 +22,12 @@ const out = {
   match: vectors.match.vectors.map((v) => kbMatch.match(engine, joined(v)).map((h) => ({
     entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url,
     verdict: h.verdict, why: h.why, generic_only: !h.specific }))),
-  // The family answer, as the triage page takes it (kb-triage.js): only when no entry matched.
+  // The family answer, as the triage page takes it (kb-triage.js): kbMatch.placed's, alone when no
+  // entry matched, first when every entry matched only generic lines and nothing decides.
   families: vectors.match.vectors.map((v) => {
     const run = kbMatch.start(engine, joined(v));
     run.step(run.total);
-    return run.result().length ? [] : run.families();
+    return kbMatch.placed(engine, joined(v), run.result(), run.families());
   }).map((found) => found.map((h) => ({
       answer: h.answer, entry: h.entry, family: h.family, title: h.title, url: h.url, lines: h.lines.slice(0, 5),
       signature: h.signature, check: h.check, fix: h.fix }))),
