@@ -216,6 +216,8 @@ def imported_modules(package: Path) -> dict[str, str]:
     modules, wherever the import sits (most of kb's imports are inside functions)."""
     found: dict[str, str] = {}
     for path in sorted(package.rglob("*.py")):
+        if path.parent.parts[-2:] == ("repro", "inputs"):
+            continue  # reproduction inputs run under a pinned tool's own Python (triton), never imported by kb
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
