@@ -153,7 +153,9 @@ def test_disambiguation_and_pointer_pages(fixture_site):
     for cell_id in ("hostile-signature", "look-alike-cell"):
         assert posixpath.normpath(site.url(site.by_id[cell_id])) in links
     text = (fixture_site / string_url(shared) / "index.html").read_text(encoding="utf-8")
-    assert "seen on GB10 with SGLang" in text  # the note that tells them apart
+    # the note that tells them apart, once per pair (either entry's related note), and the decision list
+    assert "names a script tag in its first line" in text or "seen on GB10 with SGLang" in text
+    assert "Read down the list: the first line that fits your log is your failure." in text
 
     pointer = fixture_site / string_url("look-alike cell secondary line") / "index.html"
     pointer_text = pointer.read_text(encoding="utf-8")
