@@ -184,7 +184,9 @@ SHOWN = """() => {
   const status = (node) => node ? [...node.classList].find(c => c.startsWith('kb-status--')).slice(11) : null;
   const badge = lede && lede.querySelector('.kb-status');
   const row = document.querySelector('dd.kb-card__fix');
-  const first = row && row.firstChild;
+  // the Do-now line leads the row (div.kb-card__do, its label first); "Fix coming" lines follow it
+  const line = row && (row.querySelector(':scope > .kb-card__do') || row);
+  const first = line && line.firstChild;
   const ready = first && first.nodeType === 1 && first.matches('.kb-card__ready') ? first : null;
   const drawn = (node) => !!node && node.getClientRects().length > 0 && getComputedStyle(node).visibility !== 'hidden';
   const next = lede && lede.nextElementSibling;
