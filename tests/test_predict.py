@@ -153,7 +153,7 @@ NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 @pytest.mark.skipif(not os.access(NVCC, os.X_OK), reason="NVIDIA's nvcc is not installed")
 def test_a_library_nvcc_links_runs_by_its_ptx_on_a_newer_gpu(tmp_path):
     """`nvcc -shared` with sm_80 SASS and compute_80 PTX: its device-link unit has sm_80 alone and
-    no kernel; the H100 run of 2026-12-05 launched this library's kernel on sm_90 (PTX JIT)."""
+    no kernel, and the kernel's unit runs on sm_90 by its PTX."""
     source = tmp_path / "k.cu"
     source.write_text("__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n"
                       'extern "C" void run(float *x) { k<<<1, 32>>>(x); }\n')
