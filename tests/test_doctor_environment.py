@@ -99,13 +99,36 @@ def test_the_tool_never_imports_the_serving_packages(capsys, serving, no_discove
         ran.unlink(missing_ok=True)
 
 
+def _debian_python() -> str | None:
+    """Debian's or Ubuntu's system Python, whose patched site.getsitepackages lists dist-packages
+    folders unless sys.prefix names a virtual environment; None where there is none."""
+    python = "/usr/bin/python3"
+    if not os.access(python, os.X_OK):
+        return None
+    done = subprocess.run([python, "-I", "-S", "-c", "import site; print(site.getsitepackages(['/v']))"],
+                          capture_output=True, text=True, timeout=60)
+    return python if done.returncode == 0 and "dist-packages" in done.stdout else None
+
+
+DEBIAN_PYTHON = _debian_python()
+
+
+@pytest.mark.parametrize("base", ["this", pytest.param("debian", marks=pytest.mark.skipif(
+    DEBIAN_PYTHON is None, reason="no Debian or Ubuntu system Python at /usr/bin/python3"))])
 @pytest.mark.parametrize("system_site", [False, True])
-def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site):
+def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site, base):
     """Without `site` running (-S), the read finds the same site-packages as the interpreter started
-    normally: its venv's, and the base Python's too where pyvenv.cfg includes them."""
+    normally: its venv's, and the base Python's too where pyvenv.cfg includes them; also a venv of
+    Debian's or Ubuntu's Python (the H100 run of 2026-12-05 read nothing in /opt/torch/.venv)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", *(["--system-site-packages"] * system_site),
-                    str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable if base == "this" else DEBIAN_PYTHON, "-m", "venv", "--without-pip",
+                    *(["--system-site-packages"] * system_site), str(venv)], check=True, timeout=120)
+    (own,) = (venv / "lib").glob("python3*/site-packages")
+    info = own / "torch-2.11.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n", encoding="utf-8")
+    _, prefix, packages, sites = environment.read(str(venv / "bin" / "python"), {"torch": ["torch"]}, 30)
+    assert (Path(prefix), packages, Path(sites[0])) == (venv, {"torch": "2.11.0"}, own)
     names = ["pydantic", "packaging", "jinja2", "pip", "setuptools", "no-such-dist"]
     code = ("import importlib.metadata as m, json, sys\nout = {}\nfor n in sys.argv[1:]:\n    try:\n"
             "        out[n] = m.version(n)\n    except m.PackageNotFoundError:\n        out[n] = None\n"
