@@ -422,8 +422,9 @@ def nvmlShutdown(): pass
 @pytest.mark.slow
 def test_the_nvml_probe_imports_the_tools_own_pynvml_under_an_interpreter_without_it(tmp_path):
     """Installed with `pip install --target DIR` and run with PYTHONPATH=DIR, the tool's pynvml is
-    in DIR alone, and the isolated child (-I drops PYTHONPATH) found none: no driver version, another
-    matrix key (issue 36's H100 check). The probe appends the folder this process found it in."""
+    in DIR alone, and the isolated child (-I drops PYTHONPATH) found none where the interpreter has
+    none of its own: no driver version, another matrix key. The probe appends the folder this
+    process found it in."""
     bare = tmp_path / "bare"  # an interpreter whose own site-packages hold no pynvml
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
     python = str(bare / "bin" / "python")

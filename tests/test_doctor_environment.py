@@ -138,6 +138,17 @@ def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site, base):
                                          check=True, timeout=60).stdout)
         _, _, read, _ = environment.read(python, {n: [n] for n in names}, 30)
         assert read == seen, python
+def test_nccl_is_read_from_the_nvidia_wheel(tmp_path, capsys, no_discovery):
+    """PyTorch installs NCCL as nvidia-nccl-cu13 (cu12 before): that is the `nccl` the cells name."""
+    folder = tmp_path / "venv"
+    serving_venv.make(folder, {"torch": "2.11.0", "nvidia-nccl-cu13": "2.28.9"})
+    code = cli.main(["doctor", "--entries", str(ROOT / "kb" / "entries"), "--timeout", "30", "--json",
+                     "--python", str(folder)])  # the live records: their NCCL cells name `nccl`
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["facts"]["packages"]["nccl"] == "2.28.9"
+
+
 def test_discovery_prefers_the_active_virtual_environment(capsys, serving, no_discovery, monkeypatch):
     monkeypatch.setenv("VIRTUAL_ENV", str(serving))
     data = judged_json(capsys)

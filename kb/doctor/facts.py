@@ -47,6 +47,9 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "sglang": ("sglang",),
     "flashinfer": ("flashinfer-python", "flashinfer"),
     "cudnn": ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn"),
+    # the wheel PyTorch pulls in; without it the H100 run of 2026-12-05 listed "nccl: not installed"
+    # beside a prediction that read nvidia-nccl-cu13 2.28.9 (kb.doctor.predict.NCCL_DISTRIBUTIONS)
+    "nccl": ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11", "nccl"),
     "sgl-kernel": ("sgl-kernel",),
     "tensorrt-llm": ("tensorrt-llm",),
     "cutlass": ("nvidia-cutlass", "nvidia-cutlass-dsl"),
@@ -228,8 +231,9 @@ def nvml_probe(folder: str | None = None) -> str:
     """NVML_PROBE, able to import this tool's own pynvml from `folder` (default: where this process
     finds it). The probe runs isolated (-I), which drops PYTHONPATH: a tool installed with
     `pip install --target DIR` and run with PYTHONPATH=DIR (a container's way) found no pynvml in
-    the child, lost the driver version and so changed the matrix key (issue 36's H100 check). The
-    folder is appended to sys.path, so the interpreter's own modules still come first."""
+    the child when the interpreter has none of its own, lost the driver version and so changed the
+    matrix key (seen in a rehearsal of issue 36's H100 check; the H100's torch venv has its own
+    pynvml). The folder is appended to sys.path, so the interpreter's own modules still come first."""
     if folder is None:
         try:
             spec = importlib.util.find_spec("pynvml")  # locates the module; imports nothing
