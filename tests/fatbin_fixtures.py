@@ -15,15 +15,33 @@ FLAG_ZSTD = 0x8000
 VARIANT_FLAGS = {"": 0, "a": 0x100000, "f": 0x200000}
 
 
-def cubin(arch: int, accelerated: bool = False, abi: int = 8) -> bytes:
-    """A 64-byte cubin ELF header (the reader looks no further): EM_CUDA (190), the SM and the
-    arch-specific bit where ABI version `abi` keeps them (LLVM's EF_CUDA_* constants)."""
+def cubin(arch: int, accelerated: bool = False, abi: int = 8, kernels: tuple[str, ...] | None = None) -> bytes:
+    """A cubin: its ELF header, with EM_CUDA (190), the SM and the arch-specific bit where ABI
+    version `abi` keeps them (LLVM's EF_CUDA_* constants). With `kernels`, a section table follows
+    as a real cubin's does: `.nv.info` and `.nv.callgraph`, then `.text.<name>` for each kernel
+    (none: nvlink's device-link output, kb/doctor/fatbin.py); without, the header alone."""
     if abi >= 8:
         flags = (arch << 8) | (0x8 if accelerated else 0) | 0x06000002
     else:
         flags = arch | (0x800 if accelerated else 0) | 0x500
     ident = b"\x7fELF" + bytes([2, 1, 1, 0x41, abi]) + b"\0" * 7
-    return ident + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, flags, 64, 0, 0, 64, 0, 0)
+    if kernels is None:
+        return ident + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, flags, 64, 0, 0, 64, 0, 0)
+    names = [b".shstrtab", b".nv.info", b".nv.callgraph"] + [f".text.{k}".encode() for k in kernels]
+    table = b"\0"
+    offsets = []
+    for name in names:
+        offsets.append(len(table))
+        table += name + b"\0"
+    table += b"\0" * (-len(table) % 8)
+    shoff = 64 + len(table)
+    header = ident + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, shoff, flags, 64, 0, 0, 64, len(names) + 1, 1)
+    rows = b"\0" * 64  # the null section
+    for i, offset in enumerate(offsets):
+        sh_type = 3 if i == 0 else 1  # SHT_STRTAB, else SHT_PROGBITS (empty: only the names are read)
+        rows += struct.pack("<IIQQQQIIQQ", offset, sh_type, 0, 0, 64 if i == 0 else shoff, len(table) if i == 0 else 0,
+                            0, 0, 1, 0)
+    return header + table + rows
 
 
 def ptx(arch: int, variant: str = "") -> bytes:
@@ -32,11 +50,12 @@ def ptx(arch: int, variant: str = "") -> bytes:
 
 
 def entry(kind: str, arch: int, payload: bytes | None = None, variant: str = "", compressed: bool = False,
-          header_flags: bool = True) -> bytes:
+          header_flags: bool = True, kernels: tuple[str, ...] | None = None) -> bytes:
     """One fatbin entry: a 64-byte header and the payload padded to 8 bytes. `header_flags`
-    False leaves the a/f variant out of the header (older fatbinary), so only the payload tells."""
+    False leaves the a/f variant out of the header (older fatbinary), so only the payload tells;
+    `kernels` goes to `cubin`."""
     if payload is None:
-        payload = cubin(arch, variant == "a") if kind == "sass" else ptx(arch, variant)
+        payload = cubin(arch, variant == "a", kernels=kernels) if kind == "sass" else ptx(arch, variant)
     flags = FLAGS_LINUX_64 | (VARIANT_FLAGS[variant] if header_flags else 0) | (FLAG_ZSTD if compressed else 0)
     if compressed:
         payload = b"\x28\xb5\x2f\xfd" + bytes(len(payload) // 2)  # a zstd frame's magic, then filler

@@ -3,6 +3,7 @@
 import html
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -407,6 +408,37 @@ def test_a_wedged_or_crashing_probe_is_unknown_not_a_hang():
     assert got.gpus is None
     assert any("nvml probe: timed out after 1 s" in note for note in got.notes)
     assert any(note.startswith("cuda probe: probe failed") for note in got.notes)
+
+
+FAKE_PYNVML = """
+def nvmlInit(): pass
+def nvmlSystemGetDriverVersion(): return "999.01"
+def nvmlSystemGetCudaDriverVersion_v2(): return 13000
+def nvmlDeviceGetCount(): return 0
+def nvmlShutdown(): pass
+"""
+
+
+@pytest.mark.slow
+def test_the_nvml_probe_imports_the_tools_own_pynvml_under_an_interpreter_without_it(tmp_path):
+    """Installed with `pip install --target DIR` and run with PYTHONPATH=DIR, the tool's pynvml is
+    in DIR alone, and the isolated child (-I drops PYTHONPATH) found none where the interpreter has
+    none of its own: no driver version, another matrix key. The probe appends the folder this
+    process found it in."""
+    bare = tmp_path / "bare"  # an interpreter whose own site-packages hold no pynvml
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    python = str(bare / "bin" / "python")
+    tool = tmp_path / "tool-site"
+    tool.mkdir()
+    (tool / "pynvml.py").write_text(FAKE_PYNVML, encoding="utf-8")
+    before = facts.run_children({"nvml": facts.NVML_PROBE}, 30, {"nvml": python})["nvml"]
+    assert before["error"].startswith("pynvml (nvidia-ml-py) is not importable")
+    after = facts.run_children({"nvml": facts.nvml_probe(str(tool))}, 30, {"nvml": python})["nvml"]
+    assert (after.get("driver_version"), after.get("cuda_driver_version")) == ("999.01", "13.0"), after
+    found = facts.nvml_probe()  # this process's own pynvml, wherever the test venv keeps it
+    import pynvml
+
+    assert f"sys.path.append({os.path.dirname(pynvml.__file__)!r})" in found
 
 
 @pytest.mark.slow

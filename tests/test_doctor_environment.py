@@ -99,13 +99,36 @@ def test_the_tool_never_imports_the_serving_packages(capsys, serving, no_discove
         ran.unlink(missing_ok=True)
 
 
+def _debian_python() -> str | None:
+    """Debian's or Ubuntu's system Python, whose patched site.getsitepackages lists dist-packages
+    folders unless sys.prefix names a virtual environment; None where there is none."""
+    python = "/usr/bin/python3"
+    if not os.access(python, os.X_OK):
+        return None
+    done = subprocess.run([python, "-I", "-S", "-c", "import site; print(site.getsitepackages(['/v']))"],
+                          capture_output=True, text=True, timeout=60)
+    return python if done.returncode == 0 and "dist-packages" in done.stdout else None
+
+
+DEBIAN_PYTHON = _debian_python()
+
+
+@pytest.mark.parametrize("base", ["this", pytest.param("debian", marks=pytest.mark.skipif(
+    DEBIAN_PYTHON is None, reason="no Debian or Ubuntu system Python at /usr/bin/python3"))])
 @pytest.mark.parametrize("system_site", [False, True])
-def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site):
+def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site, base):
     """Without `site` running (-S), the read finds the same site-packages as the interpreter started
-    normally: its venv's, and the base Python's too where pyvenv.cfg includes them."""
+    normally: its venv's, and the base Python's too where pyvenv.cfg includes them; also a venv of
+    Debian's or Ubuntu's Python (the H100 run of 2026-12-05 read nothing in /opt/torch/.venv)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", *(["--system-site-packages"] * system_site),
-                    str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable if base == "this" else DEBIAN_PYTHON, "-m", "venv", "--without-pip",
+                    *(["--system-site-packages"] * system_site), str(venv)], check=True, timeout=120)
+    (own,) = (venv / "lib").glob("python3*/site-packages")
+    info = own / "torch-2.11.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n", encoding="utf-8")
+    _, prefix, packages, sites = environment.read(str(venv / "bin" / "python"), {"torch": ["torch"]}, 30)
+    assert (Path(prefix), packages, Path(sites[0])) == (venv, {"torch": "2.11.0"}, own)
     names = ["pydantic", "packaging", "jinja2", "pip", "setuptools", "no-such-dist"]
     code = ("import importlib.metadata as m, json, sys\nout = {}\nfor n in sys.argv[1:]:\n    try:\n"
             "        out[n] = m.version(n)\n    except m.PackageNotFoundError:\n        out[n] = None\n"
@@ -115,6 +138,17 @@ def test_the_read_sees_what_the_interpreter_sees(tmp_path, system_site):
                                          check=True, timeout=60).stdout)
         _, _, read, _ = environment.read(python, {n: [n] for n in names}, 30)
         assert read == seen, python
+def test_nccl_is_read_from_the_nvidia_wheel(tmp_path, capsys, no_discovery):
+    """PyTorch installs NCCL as nvidia-nccl-cu13 (cu12 before): that is the `nccl` the cells name."""
+    folder = tmp_path / "venv"
+    serving_venv.make(folder, {"torch": "2.11.0", "nvidia-nccl-cu13": "2.28.9"})
+    code = cli.main(["doctor", "--entries", str(ROOT / "kb" / "entries"), "--timeout", "30", "--json",
+                     "--python", str(folder)])  # the live records: their NCCL cells name `nccl`
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["facts"]["packages"]["nccl"] == "2.28.9"
+
+
 def test_discovery_prefers_the_active_virtual_environment(capsys, serving, no_discovery, monkeypatch):
     monkeypatch.setenv("VIRTUAL_ENV", str(serving))
     data = judged_json(capsys)

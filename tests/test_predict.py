@@ -105,6 +105,69 @@ def test_reader_agrees_with_what_nvidia_fatbinary_writes(tmp_path, compress):
     assert all(i.compressed for i in library.images if i.kind == "sass") == compress
 
 
+# --- units that hold no kernel (nvlink's device-link output) --------------------------------------
+
+def dlink(*archs: int, **kw) -> bytes:
+    """The fatbin `nvcc -shared` adds: SASS of each architecture, no kernel in it."""
+    return fx.fatbin(*(fx.entry("sass", a, kernels=(), **kw) for a in archs))
+
+
+@pytest.mark.parametrize("code,on,verdict,failing", [
+    ([fx.entry("sass", 80, kernels=("_Z1kPf",)), fx.entry("ptx", 80)], "sm_90", "jit", 0),  # the stub lacks sm_90
+    ([fx.entry("sass", 80, kernels=("_Z1kPf",))], "sm_90", "fails", 1),  # the kernel's unit still fails
+    ([fx.entry("sass", 80, kernels=("_Z1kPf",)), fx.entry("ptx", 80)], "sm_80", "runs", 0),
+])
+def test_a_unit_without_kernels_is_not_counted_as_failing(tmp_path, code, on, verdict, failing):
+    path = write(tmp_path / "libk.so", fx.library(dlink(80), fx.fatbin(*code)))
+    library = fatbin.read(path)
+    assert fatbin.holds_kernels(path, library.units[0]) is False
+    lv = predict.judge_library("bitsandbytes", library, target(on))
+    assert (lv.verdict, lv.failing_units, lv.kernel_free_units) == (verdict, failing, 1 if on == "sm_90" else 0)
+
+
+def test_kernels_that_cannot_be_seen_count_as_code(tmp_path):
+    """Only a section table read in full that lists no `.text.` section makes a unit kernel-free:
+    a compressed cubin, a header without sections, a PTX image or a broken table keep it counted."""
+    table_past_end = bytearray(fx.cubin(80, kernels=()))
+    table_past_end[0x28:0x30] = (10**6).to_bytes(8, "little")  # e_shoff far past the payload
+    units = {
+        "compressed": dlink(80, compressed=True),
+        "header-only": fx.fatbin(fx.entry("sass", 80)),
+        "ptx": fx.fatbin(fx.entry("sass", 80, kernels=()), fx.entry("ptx", 100)),
+        "table-past-end": fx.fatbin(fx.entry("sass", 80, payload=bytes(table_past_end))),
+    }
+    for name, unit in units.items():
+        path = write(tmp_path / f"lib{name}.so", fx.library(unit))
+        library = fatbin.read(path)
+        assert library.problem is None, name
+        assert fatbin.holds_kernels(path, library.units[0]) is None, name
+        assert predict.judge_library("x", library, target("sm_90")).verdict == "fails", name
+    kernel_free = write(tmp_path / "libstub.so", fx.library(dlink(80, 90)))
+    assert predict.judge_library("x", fatbin.read(kernel_free), target("sm_120")).verdict == "no-device-code"
+
+
+NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.access(NVCC, os.X_OK), reason="NVIDIA's nvcc is not installed")
+def test_a_library_nvcc_links_runs_by_its_ptx_on_a_newer_gpu(tmp_path):
+    """`nvcc -shared` with sm_80 SASS and compute_80 PTX: its device-link unit has sm_80 alone and
+    no kernel, and the kernel's unit runs on sm_90 by its PTX."""
+    source = tmp_path / "k.cu"
+    source.write_text("__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n"
+                      'extern "C" void run(float *x) { k<<<1, 32>>>(x); }\n')
+    out = tmp_path / "libk.so"
+    subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=[sm_80,compute_80]",
+                    str(source), "-o", str(out)], check=True, capture_output=True, timeout=300, cwd=tmp_path)
+    library = fatbin.read(str(out))
+    assert library.problem is None and len(library.units) == 2
+    # the stub (sm_80 alone, read: no kernel); the kernel's unit has PTX, which is not looked into
+    assert [fatbin.holds_kernels(str(out), unit) for unit in library.units] == [False, None]
+    lv = predict.judge_library("bitsandbytes", library, target("sm_90"))
+    assert (lv.verdict, lv.kernel_free_units) == ("jit", 1)
+
+
 # --- files that are not what their names say -----------------------------------------------------
 
 def hostile(tmp_path) -> dict[str, str]:

@@ -44,8 +44,11 @@ MAX_CMDLINE = 64 * 1024  # a process's argument list read, at most
 # imports no package. -S keeps the `.pth` files of the serving environment from running (they may
 # import anything), and with them `site`'s venv step, which is where a virtual environment's
 # sys.prefix is set; so the script finds pyvenv.cfg as `site.venv` does (beside the interpreter or
-# one folder up) and names the site-packages folders itself (`site.getsitepackages`, computed
-# without running anything). Given {record package: [distribution names]}, prints
+# one folder up), sets sys.prefix to it as `site.venv` does, and names the site-packages folders
+# itself (`site.getsitepackages`, computed without running anything). Setting sys.prefix matters on
+# Debian and Ubuntu, whose patched getsitepackages otherwise lists dist-packages folders alone: the
+# H100 run of 2026-12-05 (/opt/torch/.venv from Ubuntu's Python 3.12.3) read no package and no
+# library there. Given {record package: [distribution names]}, prints
 # MARK + {"version", "prefix", "packages", "sites"}; `sites` (the site-packages folders that exist)
 # is where kb.doctor.predict reads the CUDA libraries.
 SCRIPT = r"""
@@ -66,6 +69,9 @@ for folder in (here, os.path.dirname(here)):
             system = re.search(r"^\s*include-system-site-packages\s*=\s*true\s*$", cfg.read(), re.M | re.I)
         prefix = os.path.dirname(here)
         prefixes = [prefix] + ([sys.prefix] if system else [])
+        # as site.venv() does: Debian's and Ubuntu's site.getsitepackages name a prefix's
+        # site-packages only when sys.prefix differs from sys.base_prefix, else dist-packages alone
+        sys.prefix = sys.exec_prefix = prefix
         break
 sites = site.getsitepackages(prefixes)
 installed = {}

@@ -13,6 +13,7 @@ The facts file that `kb doctor --facts FILE` reads is `Facts` as JSON (`kb docto
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -46,6 +47,9 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "sglang": ("sglang",),
     "flashinfer": ("flashinfer-python", "flashinfer"),
     "cudnn": ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn"),
+    # the wheel PyTorch pulls in; without it the H100 run of 2026-12-05 listed "nccl: not installed"
+    # beside a prediction that read nvidia-nccl-cu13 2.28.9 (kb.doctor.predict.NCCL_DISTRIBUTIONS)
+    "nccl": ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11", "nccl"),
     "sgl-kernel": ("sgl-kernel",),
     "tensorrt-llm": ("tensorrt-llm",),
     "cutlass": ("nvidia-cutlass", "nvidia-cutlass-dsl"),
@@ -222,6 +226,28 @@ for i in range(count or 0):
 call(pynvml.nvmlShutdown)
 print(json.dumps(out))
 """
+
+def nvml_probe(folder: str | None = None) -> str:
+    """NVML_PROBE, able to import this tool's own pynvml from `folder` (default: where this process
+    finds it). The probe runs isolated (-I), which drops PYTHONPATH: a tool installed with
+    `pip install --target DIR` and run with PYTHONPATH=DIR (a container's way) found no pynvml in
+    the child when the interpreter has none of its own, lost the driver version and so changed the
+    matrix key (seen in a rehearsal of issue 36's H100 check; the H100's torch venv has its own
+    pynvml). The folder is appended to sys.path, so the interpreter's own modules still come first."""
+    if folder is None:
+        try:
+            spec = importlib.util.find_spec("pynvml")  # locates the module; imports nothing
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            # pynvml.py, or pynvml/__init__.py for a package: the folder on sys.path holds either
+            folder = os.path.dirname(spec.origin)
+            if spec.submodule_search_locations is not None:
+                folder = os.path.dirname(folder)
+    if not folder:
+        return NVML_PROBE
+    return f"import sys\nsys.path.append({folder!r})\n" + NVML_PROBE
+
 
 CUDA_PROBE = r"""
 import ctypes, json, sys
@@ -574,7 +600,7 @@ def probe(packages: set[str] | None = None, env_names: set[str] | None = None,
     are unknown). Never raises for a missing GPU, driver or package."""
     notes: list[str] = list(judged_notes or ())
     if probes is None:
-        probes = {"nvml": NVML_PROBE, "cuda": CUDA_PROBE}
+        probes = {"nvml": nvml_probe(), "cuda": CUDA_PROBE}
         if judged is not None and judged.packages.get("torch"):
             probes["torch"] = TORCH_PROBE  # PyTorch's CUDA and cuDNN, asked of the serving interpreter
     results = run_children(probes, timeout, {"torch": judged.python} if judged else None)

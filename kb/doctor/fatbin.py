@@ -32,6 +32,15 @@ The format, as read here (little-endian throughout; NVIDIA does not publish it):
 
 Compressed payloads are not inflated: their architecture and variant come from the entry header,
 and the report says so.
+
+Not every fatbin holds kernels. `nvcc -shared` (and CMake's device-symbol resolution) runs nvlink's
+device link even without relocatable device code and embeds its output as one more fatbin: SASS
+only, for each SASS architecture asked for, and no kernel in it (seen with nvcc 13.0.88 on
+2026-12-05: `-gencode arch=compute_80,code=[sm_80,compute_80]` gave a unit of sm_80 alone whose
+cubin lists `.nv.info`, `.nv.callgraph`... and no `.text.<kernel>` section, beside the unit with
+the kernel's sm_80 and compute_80). The runtime never launches from it, so a GPU that lacks its
+architecture loses nothing; `holds_kernels` reads a unit's cubin section tables to tell, and
+kb.doctor.predict asks it only for the units that would otherwise fail.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ MAX_READ = 32 * 2**20
 MAX_UNITS = 100_000
 MAX_ENTRIES = 400_000
 MAX_SECTIONS = 4096  # section headers looked at; real libraries have under 100
+MAX_KERNEL_CHECK = 1 << 20  # bytes read per unit to tell whether it holds a kernel (section tables)
 PEEK_PTX = 4096  # a PTX file's `.target` line comes after its header comments
 SCAN_CHUNK = 64 * 1024  # read when looking for the next fatbin after padding
 
@@ -74,6 +84,8 @@ class Image:
     arch: int  # 120 for sm_120 / compute_120
     variant: str  # "", "a" (arch-specific) or "f" (family-specific)
     compressed: bool
+    offset: int = field(default=-1, compare=False)  # where its payload starts in the file; -1: unknown
+    size: int = field(default=0, compare=False)  # its payload's size (padded)
 
     @property
     def name(self) -> str:
@@ -122,16 +134,26 @@ class _Budget:
         return data
 
 
-def _sections(budget: _Budget) -> list[tuple[bytes, int, int]]:
-    """(name, offset, size) of the ELF64 little-endian file's sections."""
-    head = budget.read(0, 64)
+def _sections(budget: _Budget, base: int = 0, end: int | None = None) -> list[tuple[bytes, int, int]]:
+    """(name, offset, size) of the sections of the ELF64 little-endian file at `base` (a cubin
+    inside a fatbin; 0 for the library itself) that ends at `end` (None: the file's end); offsets
+    are the file's."""
+    end = budget.size if end is None else end
+
+    def within(offset: int, length: int) -> bytes:
+        if offset < 0 or base + offset + length > end:
+            raise _Bad(f"a section header points past the end of the ELF at offset {base:,} (offset {offset:,}, "
+                       f"{length:,} bytes; the ELF ends at {end:,})")
+        return budget.read(base + offset, length)
+
+    head = within(0, 64)
     (shoff,) = struct.unpack_from("<Q", head, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
     if shnum == 0 or shentsize < 64:
         return []
     if shnum > MAX_SECTIONS:
         raise _Bad(f"the ELF header lists {shnum:,} sections (over {MAX_SECTIONS:,})")
-    table = budget.read(shoff, shentsize * shnum)
+    table = within(shoff, shentsize * shnum)
     rows = []
     for i in range(shnum):
         name, _type, _flags, _addr, offset, size = struct.unpack_from("<IIQQQQ", table, i * shentsize)
@@ -139,13 +161,13 @@ def _sections(budget: _Budget) -> list[tuple[bytes, int, int]]:
     if shstrndx >= shnum:
         raise _Bad(f"the section-name table index {shstrndx} is not below the section count {shnum}")
     _, _, str_off, str_size = rows[shstrndx]
-    names = budget.read(str_off, min(str_size, 1 << 20))
+    names = within(str_off, min(str_size, 1 << 20))
     out = []
     for name_off, sh_type, offset, size in rows:
-        end = names.find(b"\0", name_off)
-        name = names[name_off:end] if 0 <= name_off < len(names) and end != -1 else b""
+        stop = names.find(b"\0", name_off)
+        name = names[name_off:stop] if 0 <= name_off < len(names) and stop != -1 else b""
         if sh_type != 8:  # SHT_NOBITS has no bytes in the file
-            out.append((name, offset, size))
+            out.append((name, base + offset, size))
     return out
 
 
@@ -177,13 +199,13 @@ def _entries(budget: _Budget, start: int, end: int, counted: list[int]) -> list[
         if kind == KIND_ELF:
             if not compressed and not variant and payload >= 64:
                 variant = _variant_from_cubin(budget.read(body, 64))
-            images.append(Image("sass", arch, variant, compressed))
+            images.append(Image("sass", arch, variant, compressed, body, payload))
         elif kind == KIND_PTX:
             if not compressed and not variant:
                 found = _TARGET.search(budget.read(body, min(payload, PEEK_PTX)))
                 if found and int(found.group(1)) == arch:
                     variant = found.group(2).decode()
-            images.append(Image("ptx", arch, variant, compressed))
+            images.append(Image("ptx", arch, variant, compressed, body, payload))
         offset = body + payload
     return images
 
@@ -262,3 +284,34 @@ def read(path: str, limit: int = MAX_READ) -> Library:
     finally:
         os.close(fd)
     return library
+
+
+def holds_kernels(path: str, unit: list[Image], limit: int = MAX_KERNEL_CHECK) -> bool | None:
+    """Whether a unit of the library at `path` holds a kernel (module docstring): True when a cubin
+    of it has a `.text.<name>` section; False only when every image of it is an uncompressed cubin
+    whose section table was read and lists none; None when that cannot be told (a compressed
+    payload, a PTX image, a cubin without a section table, a file that changed or reads badly)."""
+    if not unit or any(i.kind != "sass" or i.compressed or i.offset < 0 or i.size < 64 for i in unit):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        budget = _Budget(fd, info.st_size, limit)
+        for image in unit:
+            if budget.read(image.offset, 4) != b"\x7fELF":
+                return None
+            names = [name for name, _, _ in _sections(budget, image.offset, image.offset + image.size)]
+            if not names:
+                return None
+            if any(name.startswith(b".text.") for name in names):
+                return True
+        return False
+    except (_Capped, _Bad, OSError, struct.error):
+        return None
+    finally:
+        os.close(fd)

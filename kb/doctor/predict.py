@@ -48,6 +48,7 @@ KNOWN = {
 }
 MAX_LIBRARIES = 2000  # shared libraries read per run
 MAX_FILES = 200_000  # directory entries walked per run
+MAX_KERNEL_CHECKS = 64  # units per library whose cubins are read to see whether they hold a kernel
 NO_KERNEL_IMAGE = "no kernel image is available for execution on the device"
 
 # The first CUDA release whose ptxas knows each Blackwell target, from the records: ptxas 12.8 is
@@ -115,11 +116,17 @@ class LibraryVerdict:
     verdict: str  # runs, jit, fails, partly, no-device-code, unreadable
     failing_units: int = 0
     entries: list[str] = field(default_factory=list)  # the records' cells this failure is
+    kernel_free_units: int = 0  # units without an image for the target that hold no kernel (not counted)
+
+    @property
+    def counted_units(self) -> int:
+        return len(self.library.units) - self.kernel_free_units
 
     def as_json(self) -> dict:
         lib = self.library
         return {"package": self.package, "path": lib.path, "verdict": self.verdict, "units": len(lib.units),
-                "failing_units": self.failing_units, "sass": lib.names("sass"), "ptx": lib.names("ptx"),
+                "failing_units": self.failing_units, "kernel_free_units": self.kernel_free_units,
+                "sass": lib.names("sass"), "ptx": lib.names("ptx"),
                 "compressed": lib.compressed, "problem": lib.problem, "bytes_read": lib.bytes_read,
                 "entries": self.entries}
 
@@ -129,19 +136,26 @@ def judge_library(package: str, library: fatbin.Library, target: Target | None) 
         return LibraryVerdict(package, library, "unreadable" if library.problem else "no-device-code")
     if target is None:
         return LibraryVerdict(package, library, "unknown")
-    failing = jit_only = 0
+    failing = jit_only = kernel_free = checked = 0
     for unit in library.units:
         if not any(runs(i, target) for i in unit):
-            failing += 1
+            # a device-link stub holds no kernel (kb.doctor.fatbin): nothing of it is launched
+            checked += 1
+            if checked <= MAX_KERNEL_CHECKS and fatbin.holds_kernels(library.path, unit) is False:
+                kernel_free += 1
+            else:
+                failing += 1
         elif not any(runs(i, target) for i in unit if i.kind == "sass"):
             jit_only += 1
-    if failing == len(library.units):
+    if kernel_free == len(library.units):
+        verdict = "no-device-code"
+    elif failing == len(library.units) - kernel_free:
         verdict = "fails"
     elif failing:
         verdict = "partly"
     else:
         verdict = "jit" if jit_only else "runs"
-    return LibraryVerdict(package, library, verdict, failing)
+    return LibraryVerdict(package, library, verdict, failing, kernel_free_units=kernel_free)
 
 
 def _walk(root: str, budget: list[int]):
@@ -317,7 +331,7 @@ class Prediction:
         out = []
         for lv in self.libraries:
             if lv.verdict in ("fails", "partly"):
-                what = "has no" if lv.verdict == "fails" else f"has {lv.failing_units} of {len(lv.library.units)} units without"
+                what = "has no" if lv.verdict == "fails" else f"has {lv.failing_units} of {lv.counted_units} units without"
                 named = ", ".join(lv.entries) or "no cell names this package yet"
                 out.append(f"{lv.package}: {visible(lv.library.path)} {what} code for sm_{self.target.arch} "
                            f"(\"{NO_KERNEL_IMAGE}\"; {named})")
@@ -373,6 +387,10 @@ def report(prediction: Prediction) -> list[str]:
         if lib.units:
             out.append(f"    SASS {', '.join(lib.names('sass')) or 'none'}; PTX {', '.join(lib.names('ptx')) or 'none'}; "
                        f"{len(lib.units)} unit(s)" + ("; compressed, architectures read from headers" if lib.compressed else ""))
+        if lv.kernel_free_units:
+            n = lv.kernel_free_units
+            out.append(f"    {n} unit{'' if n == 1 else 's'} without code for it hold{'s' if n == 1 else ''} no kernel "
+                       "(nvlink's device-link output); not counted")
         if lv.entries:
             out.append(f"    this failure is: {', '.join(lv.entries)}")
         if lib.problem:
