@@ -354,7 +354,7 @@ def test_target_sm_121_on_a_machine_without_a_gpu_predicts_the_failure(tmp_path,
     assert "GPU 0: sm_121; architecture sm_121 (compute capability 12.1)" in out
     assert "Predicted for sm_121 (compute capability 12.1)" in out
     assert re.search(r"torch: .*libtorch_cuda\.so: FAILS: no SASS or PTX it can run", out)
-    assert "family: causal-conv1d-prebuilt-wheel-no-sm121-gb10" in out
+    assert "family no-code-for-gpu: families/no-code-for-gpu/" in out  # a package no entry names
     code, out, _ = doctor(capsys, "--target", "sm_121", "--site-packages", str(site), "--fail-on", "predicted",
                           "--json", "--timeout", "5")
     assert code == 1
@@ -397,3 +397,11 @@ def test_hostile_libraries_in_site_packages_are_reported_not_raised(tmp_path, ca
     assert "not an ELF file" in out and "broken headers" in out
     assert "liblink.so" not in out  # links are not followed
     assert stat.S_ISREG(os.stat(site / "vllm" / "libtext.so").st_mode)
+
+
+def test_the_family_a_failing_library_names_exists():
+    """A library of a package no entry names is sent to the family page: that family is a record."""
+    from kb.records import families
+
+    records, problems = families.load_families(families.HERE)
+    assert problems == [] and predict.NO_CODE_FAMILY in {r.id for r in records}

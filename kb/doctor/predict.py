@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from packaging.version import InvalidVersion, Version
 
 from kb.doctor import fatbin
+from kb.records.catalog import FAMILIES_URL
 from kb.records.visible import visible
 
 # Top-level names in site-packages whose shared libraries carry GPU code -> the records' package
@@ -192,6 +193,11 @@ def libraries(site_dirs: list[str]) -> list[tuple[str, str]]:
                 if len(out) >= MAX_LIBRARIES:
                     return out
     return out
+
+
+# kb/families/no-code-for-gpu.yaml: "the binary has no code for your GPU", the answer for a library
+# of a package no entry names.
+NO_CODE_FAMILY = "no-code-for-gpu"
 
 
 def no_kernel_image_cells(cells, target: Target) -> dict[str, list[str]]:
@@ -357,9 +363,9 @@ def predict(cells, site_dirs: list[str], target: Target | None, env: dict[str, s
     for package, path in libraries(site_dirs):
         lv = judge_library(package, fatbin.read(path), target)
         if lv.verdict in ("fails", "partly"):
-            # the cells of this package, else the whole family of "no kernel image" cells for the arch
-            family = [f"family: {', '.join(named[''])}"] if named.get("") else []
-            lv.entries = named.get(package) or family
+            # the cells of this package, else the family page of the mechanism (a binary without
+            # code for the GPU), not the cells of other packages that happen to print the same line
+            lv.entries = named.get(package) or [f"family {NO_CODE_FAMILY}: {FAMILIES_URL}{NO_CODE_FAMILY}/"]
         verdicts.append(lv)
     version = nccl_version(site_dirs)
     return Prediction(target, site_dirs, verdicts, triton_ptxas(site_dirs, target, env), version,
