@@ -65,7 +65,7 @@ RULES: list[tuple[str, str, str, str]] = [
      + r"((?:g?b[123]00|gb10|h[128]00|h20|a[18]00|[vp]100|l40s?|l4)(?:-(?:sxm[0-9]?|pcie|nvl)|[- ][0-9]{2,3} ?gb){0,3})s?"
      + BARE_AFTER + r"(?! [0-9a-f]{4}\b)", "trying to run it on an H100:"),
     ("bare rtx gpu", "gpu-bare", BARE_BEFORE
-     + r"((?:geforce |quadro )?(?:rtx|gtx) ?(?:pro |a)?[0-9]{3,4}(?: ?ti| super)?(?: blackwell(?: [a-z -]{0,40}edition)?)?)"
+     + r"((?:geforce |quadro )?(?:rtx|gtx) ?(?:pro |a)?[0-9]{3,4}(?: ?ti| super| ada)?(?: blackwell(?: [a-z -]{0,40}edition)?)?)"
      + BARE_AFTER, "same error on RTX PRO 6000 and RTX 4090"),
     ("bare gpu number", "gpu-bare", BARE_BEFORE + r"(?:(?:my|our|dual|[2-8]x) ?(" + GEFORCE + ")" + BARE_AFTER
      + "|(" + GEFORCE + r")(?= ?(?:gpus?|cards?|[0-9]{1,3} ?gb)\b))", "works on my 5090"),
