@@ -139,6 +139,17 @@ def test_negatives_not_applies_today_stay_so(name, results):
     assert given == [], f"{name}: a negative ({TABLE[name]['gpu']}) is given cells as applies: {given}"
 
 
+# Negatives whose log names their (non-Blackwell) GPU only in prose, without "NVIDIA" ("on an H100",
+# "on V100"): kb.triage.logfacts reads it (the gpu-bare rules), so no family answer comes first.
+NAMED_IN_PROSE = ["072-neg-h100-quarot-cutlass-no-kernel-image.log", "075-neg-v100-sageattention2-no-kernel-image.log"]
+
+
+@pytest.mark.parametrize("name", NAMED_IN_PROSE)
+def test_a_gpu_named_in_prose_gets_no_family_answer_first(name, results):
+    first = triage_corpus.first_answer(results[name])
+    assert first is None or not first.startswith("family:"), f"{name}: first answer {first!r} on {TABLE[name]['gpu']}"
+
+
 def test_score_counts_right_first_and_misses():
     """The bench's arithmetic on a made-up table (the real figures are the bench's output)."""
     table = {

@@ -15,15 +15,18 @@ from functools import lru_cache
 # GPU model (in the matched name) -> compute capability; first that matches wins.
 MODELS: list[tuple[str, str]] = [
     (r"\bgb10\b|dgx spark", "12.1"),
-    (r"\brtx 50[0-9]0\b|\brtx pro [0-9]{4}.*blackwell", "12.0"),
+    # GeForce numbers (x050-x090) alone too: a log's "my 5090 GPU" (kb.triage.logfacts reads a bare
+    # number only beside a GPU word); the workstation RTX 2000-6000 Ada are not among them. RTX PRO
+    # without "Blackwell": the PRO line is Blackwell only.
+    (r"\b(?:rtx ?)?50[5-9]0(?=\b|ti\b)|\brtx pro [0-9]{4}\b", "12.0"),
     (r"\bthor\b", "11.0"),
     (r"\bg?b300\b", "10.3"),
     (r"\bg?b[12]00\b", "10.0"),
     (r"\bg?h(?:100|200|800|20)\b", "9.0"),
-    (r"\brtx 40[0-9]0\b|\bl40s?\b|\bl4\b|\brtx 6000 ada\b", "8.9"),
-    (r"\brtx 30[0-9]0\b|\ba(?:10|40|2|16)\b|\brtx a[0-9]000\b", "8.6"),
+    (r"\b(?:rtx ?)?40[5-9]0(?=\b|ti\b)|\bl40s?\b|\bl4\b|\brtx [2-6]000 ada\b", "8.9"),
+    (r"\b(?:rtx ?)?30[5-9]0(?=\b|ti\b)|\ba(?:10|40|2|16)\b|\brtx a[0-9]000\b", "8.6"),
     (r"\ba(?:100|800|30)\b", "8.0"),
-    (r"\bt4\b|\brtx 20[0-9]0\b", "7.5"),
+    (r"\bt4\b|\b(?:rtx ?)?20[5-9]0(?=\b|ti\b)", "7.5"),
     (r"\bv100", "7.0"),
     (r"\bp100\b", "6.0"),
     (r"\bgtx 9[0-9]0\b|\btesla m(?:4|40|60)\b", "5.2"),

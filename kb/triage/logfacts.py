@@ -7,6 +7,9 @@ and tests/vectors/logfacts.json holds the vectors both are tested on. What a rul
 
 - `gpu`: a GPU name; its compute capability comes from `MODELS` (NVIDIA's published capabilities,
   https://developer.nvidia.com/cuda-gpus).
+- `gpu-bare`: a GPU named in prose without "NVIDIA" ("on an H100", "RTX 4090", "my 5090"), in a
+  context that keeps out paths, hex strings and plain numbers; counted once per architecture, and
+  not at all where a full name (`gpu`) gives that architecture.
 - `capability`: a capability stated as numbers (`compute capability 12.0`, `capability (12, 0)`).
 - `arch`: an architecture name (`sm_90`, `SM_100`, `sm_110a`, `compute_120`, Thrust's
   `THRUST_200802_SM_700_NS`); weaker than the two
@@ -40,6 +43,12 @@ from kb.records.verdict import architecture_table, capability_arch, digits_capab
 
 VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z])"
 
+# Before and after a GPU named in prose (the `gpu-bare` rules): not a letter, digit or a character of
+# a path, a file name, a port or an identifier, and after it no "." that goes on with a word character.
+BARE_BEFORE = r"(?:^|[^a-z0-9_./\\:#-])"
+BARE_AFTER = r"(?![a-z0-9_/\\-]|\.[a-z0-9_])"
+GEFORCE = r"[2-5]0[5-9]0(?: ?ti| super)?"  # RTX 2060 to 5090, as kb.records.gpus.MODELS reads them bare
+
 # (name, fact, pattern, example). Group 1 is the value; a capability has major in 1, minor in 2.
 # No two runs that can match the same character may stand side by side (` *:? *` split a run of
 # spaces every way before failing: quadratic in the line); tests/test_patterns_linear.py times
@@ -47,6 +56,19 @@ VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\
 RULES: list[tuple[str, str, str, str]] = [
     ("gpu name", "gpu", r"\b(?:nvidia|tesla)(?: geforce)? (?:rtx |gtx |jetson (?:agx )?)?[a-z]{0,3}[0-9]{1,4}[a-z0-9-]*(?: ti| super| laptop gpu| [0-9]+gb(?: hbm[0-9a-z]*)?)*(?: blackwell(?: [a-z -]{0,40}edition)?)?",
      "| 0  NVIDIA GeForce RTX 5090   On |"),
+    # A GPU named in prose without "NVIDIA" ("on an H100", "my 5090 GPU", "RTX PRO 6000"): group 1 (or
+    # the first group that matched) is the name. What may stand before it (BARE_BEFORE) and after it
+    # (BARE_AFTER) keeps out a file path (`/h100/`, `h100.yaml`, `run-h100`), a hex string (`0xa100`,
+    # a UUID's `-a100-`, a dump's `a100 b200 0000`), a port (`:5090`); a GeForce number alone
+    # (`5090`) counts only after my/our/dual/Nx or before GPU, card or a size in GB.
+    ("bare datacenter gpu", "gpu-bare", BARE_BEFORE
+     + r"((?:g?b[123]00|gb10|h[128]00|h20|a[18]00|[vp]100|l40s?|l4)(?:-(?:sxm[0-9]?|pcie|nvl)|[- ][0-9]{2,3} ?gb){0,3})s?"
+     + BARE_AFTER + r"(?! [0-9a-f]{4}\b)", "trying to run it on an H100:"),
+    ("bare rtx gpu", "gpu-bare", BARE_BEFORE
+     + r"((?:geforce |quadro )?(?:rtx|gtx) ?(?:pro |a)?[0-9]{3,4}(?: ?ti| super| ada)?(?: blackwell(?: [a-z -]{0,40}edition)?)?)"
+     + BARE_AFTER, "same error on RTX PRO 6000 and RTX 4090"),
+    ("bare gpu number", "gpu-bare", BARE_BEFORE + r"(?:(?:my|our|dual|[2-8]x) ?(" + GEFORCE + ")" + BARE_AFTER
+     + "|(" + GEFORCE + r")(?= ?(?:gpus?|cards?|[0-9]{1,3} ?gb)\b))", "works on my 5090"),
     ("jetson thor", "gpu", r"\bnvidia (?:jetson )?(?:agx )?thor\b", "NVIDIA Jetson AGX Thor"),
     ("compute capability", "capability", r"\bcompute capability:? *\(?([0-9]{1,2})[.,] ?([0-9])\b", "compute capability 12.0"),
     ("capability tuple", "capability", r"\bcapability[ =:]*\(([0-9]{1,2}), ?([0-9])\)", "capability (12, 0)"),
@@ -88,6 +110,8 @@ IGNORE = (r"gencode|arch_list|arch list|capabilities|supported arch|--gpu-archit
 KEYWORDS = ("nvidia", "tesla", "thor", "capability", "sm", "compute", "driver version", "cuda version", "cuda used",
             "cuda compilation", "-packages", "vllm", "llm engine", "torch", "triton", "sglang", "flashinfer", "sgl",
             "nccl", "+cu",
+            # the gpu-bare rules' names: each holds one of these
+            "rtx", "gtx", "l4", "h20", "gb10", "100", "200", "300", "800", "050", "060", "070", "080", "090",
             "\u017f", "\u212a", "\u0130", "\u0131")
 PACKAGES = {"flashinfer-python": "flashinfer", "pytorch-triton": "triton", "sgl_kernel": "sgl-kernel",
             **{f"nvidia-nccl-cu1{n}": "nccl" for n in range(10)}}
@@ -99,6 +123,7 @@ class LogGpu:
     name: str | None
     compute_capability: str | None
     line: int
+    bare: bool = False  # named in prose (a gpu-bare rule): yields to a full name of its architecture
 
     @property
     def architecture(self) -> str | None:
@@ -184,11 +209,11 @@ def read_numbered(numbered) -> LogFacts:
                         weak.append(LogGpu(None, digits_capability(digits), number))
                 continue
             for match in regex.finditer(line):
-                if fact == "gpu":
-                    name = re.sub(r"\s+", " ", match.group(0)).strip()
+                if fact in ("gpu", "gpu-bare"):
+                    name = re.sub(r"\s+", " ", next((g for g in match.groups() if g), match.group(0))).strip()
                     cc = model_capability(name)
                     if cc:
-                        strong.append(LogGpu(name, cc, number))
+                        strong.append(LogGpu(name, cc, number, fact == "gpu-bare"))
                 elif fact == "capability":
                     strong.append(LogGpu(None, f"{int(match.group(1))}.{match.group(2)}", number))
                 elif fact == "frame":
@@ -214,9 +239,12 @@ def read_numbered(numbered) -> LogFacts:
     if gpus:
         seen: dict[tuple, LogGpu] = {}
         for gpu in gpus:
-            seen.setdefault((gpu.name, gpu.architecture) if gpu.name else (None, gpu.architecture), gpu)
+            # one GPU named in prose per architecture: "H100" and "H100 80GB" are one GPU
+            seen.setdefault((None if gpu.bare else gpu.name, gpu.architecture, gpu.bare), gpu)
         named = {g.architecture for g in seen.values() if g.name}
-        out.gpus = [g for g in seen.values() if g.name or g.architecture not in named]
+        full = {g.architecture for g in seen.values() if g.name and not g.bare}
+        out.gpus = [g for g in seen.values()
+                    if (g.name and not (g.bare and g.architecture in full)) or g.architecture not in named]
         for i, gpu in enumerate(out.gpus):
             out.lines[f"gpus.{i}"] = gpu.line
     return out

@@ -34,9 +34,11 @@
         }
         while ((m = rule.regex.exec(line)) !== null) {
           if (m[0] === "") { rule.regex.lastIndex++; continue; }
-          if (rule.fact === "gpu") {
-            var name = m[0].replace(/\s+/g, " ").trim(), cc = model(name);
-            if (cc) strong.push({ name: name, compute_capability: cc, line: number });
+          if (rule.fact === "gpu" || rule.fact === "gpu-bare") {
+            var given = m[0];  // the first group that matched, else the match (logfacts.py does the same)
+            for (var g = 1; g < m.length; g++) if (m[g]) { given = m[g]; break; }
+            var name = given.replace(/\s+/g, " ").trim(), cc = model(name);
+            if (cc) strong.push({ name: name, compute_capability: cc, line: number, bare: rule.fact === "gpu-bare" });
           } else if (rule.fact === "capability") {
             strong.push({ name: null, compute_capability: parseInt(m[1], 10) + "." + m[2], line: number });
           } else if (rule.fact === "frame") {  // logfacts.frame_package: the folder as pip names the package
@@ -63,13 +65,19 @@
     });
     var gpus = strong.length ? strong : weak;
     if (gpus.length) {
-      var seen = {}, order = [], named = {};
+      var seen = {}, order = [], named = {}, full = {};
       function arch(g) { return kbVerdict.arch(d.architecture, g.compute_capability); }
-      gpus.forEach(function (g) {
-        var k = JSON.stringify([g.name, arch(g)]);
-        if (!(k in seen)) { seen[k] = g; order.push(g); if (g.name) named[arch(g)] = true; }
+      gpus.forEach(function (g) {  // one GPU named in prose (gpu-bare) per architecture
+        var k = JSON.stringify([g.bare ? null : g.name, arch(g), !!g.bare]);
+        if (!(k in seen)) {
+          seen[k] = g; order.push(g);
+          if (g.name) named[arch(g)] = true;
+          if (g.name && !g.bare) full[arch(g)] = true;
+        }
       });
-      out.gpus = order.filter(function (g) { return g.name || !named[arch(g)]; });
+      out.gpus = order.filter(function (g) {
+        return (g.name && !(g.bare && full[arch(g)])) || !named[arch(g)];
+      }).map(function (g) { return { name: g.name, compute_capability: g.compute_capability, line: g.line }; });
       out.gpus.forEach(function (g, k) { out.lines["gpus." + k] = g.line; });
     }
     return out;
