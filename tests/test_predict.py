@@ -1,5 +1,5 @@
 """`kb doctor` predictions: the fatbin reader, the compatibility rule, Triton's ptxas, NCCL,
-`--target` and `--fail-on`, on fixtures made here (tests/fatbin_fixtures.py)."""
+per-block shared memory, `--target` and `--fail-on`, on fixtures made here (tests/fatbin_fixtures.py)."""
 
 import json
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kb import cli
-from kb.doctor import fatbin, predict
+from kb.doctor import fatbin, predict, sharedmem
 from kb.records import lint
 from tests import fatbin_fixtures as fx
 
@@ -339,6 +339,76 @@ def test_first_ptxas_releases_agree_with_the_entries():
     assert checked >= 2
 
 
+# --- per-block shared memory (kb.doctor.sharedmem) ------------------------------------------------
+
+MLA = "mla-decode-fp8-kv-triton-shared-memory"  # fp8 num_stages=2 needs 102,400 bytes per block
+
+
+def dists(tmp_path, *names) -> Path:
+    """A site-packages holding only the dist-info folders `names` ('vllm-0.27.1')."""
+    site = tmp_path / "dists"
+    for name in names:
+        (site / f"{name}.dist-info").mkdir(parents=True)
+    return site
+
+
+def test_needs_are_the_measurements_of_a_kernel_per_block():
+    """A need in bytes, per block: device budgets and a need per SM are not needs per block."""
+    by_id = {cell.id: cell.entry for cell in cells()}
+    assert sharedmem.needs(by_id[MLA]) == [(59392, "bf16 num_stages=1"), (63488, "bf16 num_stages=2"),
+                                           (83968, "fp8 num_stages=1"), (102400, "fp8 num_stages=2")]
+    assert sharedmem.needs(by_id["flashinfer-topk-ragged-operation-not-supported-gb10"]) == []  # per SM, a budget
+    assert sharedmem.needs(by_id["cutlass-fp4-gemm-per-call-workspace"]) == []  # MiB of global memory
+
+
+def test_a_kernel_over_the_table_limit_is_predicted_when_its_package_is_installed(tmp_path):
+    site = dists(tmp_path, "vllm-0.27.1", "triton-3.7.1")
+    for arch in ("sm_120", "sm_121"):
+        result = predict.predict(cells(), [str(site)], target(arch), env={})
+        sm = result.shared_memory
+        assert (sm.limit, sm.source) == (101376, sharedmem.LIMIT_SOURCE)
+        assert [(n.entry, n.needs, n.what, n.packages) for n in sm.needs] == [
+            (MLA, 102400, "fp8 num_stages=2", ("vllm 0.27.1",))]
+        assert (f"vllm 0.27.1: {MLA} needs 102,400 bytes of shared memory per block (fp8 num_stages=2), "
+                "the GPU allows 101,376") in result.failures
+        assert result.as_json()["shared_memory"]["over_limit"] == [
+            {"entry": MLA, "needs_bytes": 102400, "configuration": "fp8 num_stages=2", "installed": ["vllm 0.27.1"]}]
+
+
+def test_no_prediction_without_the_triggering_package(tmp_path):
+    """Triton raises the error, but only vLLM's code asks for the kernel: Triton alone predicts nothing."""
+    result = predict.predict(cells(), [str(dists(tmp_path, "triton-3.7.1"))], target("sm_120"), env={})
+    assert result.shared_memory.limit == 101376 and result.shared_memory.needs == []
+
+
+def test_a_probed_limit_wins_and_a_larger_one_predicts_nothing(tmp_path):
+    site = [str(dists(tmp_path, "vllm-0.27.1"))]
+    h100 = predict.Target("NVIDIA H100 80GB HBM3", 9, 0, smem_per_block=232448)
+    sm = predict.predict(cells(), site, h100, env={}).shared_memory
+    assert (sm.limit, sm.source, sm.needs) == (232448, sharedmem.PROBED, [])
+    # the same architecture as the record, with the limit at the need: nothing is over it
+    sm = predict.predict(cells(), site, predict.Target("sm_120", 12, 0, smem_per_block=102400), env={}).shared_memory
+    assert (sm.limit, sm.needs) == (102400, [])
+    sm = predict.predict(cells(), site, predict.Target("sm_120", 12, 0, smem_per_block=102399), env={}).shared_memory
+    assert [n.entry for n in sm.needs] == [MLA]
+
+
+def test_an_unknown_limit_is_said_not_checked(tmp_path):
+    result = predict.predict(cells(), [str(dists(tmp_path, "vllm-0.27.1"))], target("sm_90"), env={})
+    assert (result.shared_memory.limit, result.shared_memory.needs) == (None, [])
+    assert any(line.startswith("  Per-block shared memory: not checked (the GPU's opt-in limit was not probed")
+               and "sm_120, sm_121" in line for line in predict.report(result))
+
+
+def test_installed_reads_dist_info_names_and_skips_odd_ones(tmp_path):
+    first = dists(tmp_path / "a", "flashinfer_python-0.6.9", "vllm-0.27.1+cu130", "torch-2.11.0" + "9" * 80)
+    (first / "sglang-\u202e0.5.12.dist-info").mkdir()  # a bidi override is no version
+    second = dists(tmp_path / "b", "vllm-0.1.0", "sglang-0.5.12")
+    found = sharedmem.installed([str(first), str(second), str(tmp_path / "missing")])
+    assert found == {"flashinfer-python": "0.6.9", "vllm": "0.27.1+cu130", "sglang": "0.5.12"}  # the first folder wins
+    assert sharedmem.record_versions({"flashinfer", "torch"}, found) == {"flashinfer": "0.6.9", "torch": None}
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 def doctor(capsys, *args):
@@ -362,6 +432,23 @@ def test_target_sm_121_on_a_machine_without_a_gpu_predicts_the_failure(tmp_path,
     assert report["facts"]["gpus"][0]["compute_capability"] == "12.1"
     assert report["prediction"]["target"]["architecture"] == "sm_121"
     assert any("libtorch_cuda.so has no code for sm_121" in f for f in report["prediction"]["failures"])
+
+
+def test_shared_memory_prediction_in_the_report_and_json(tmp_path, capsys):
+    site = dists(tmp_path, "vllm-0.27.1")
+    code, out, err = doctor(capsys, "--target", "sm_121", "--site-packages", str(site), "--timeout", "5")
+    assert code == 0, err
+    assert ("  Per-block shared memory: the GPU allows 101,376 bytes (CUTLASS include/cutlass/arch/arch.h "
+            "sm120_smem_capacity_bytes); 1 recorded kernel(s) need more") in out
+    assert f"    {MLA}: needs 102,400 bytes (fp8 num_stages=2); installed: vllm 0.27.1" in out
+    assert "1 more failure(s) predicted" in out and "not checked" not in out
+    code, out, _ = doctor(capsys, "--target", "sm_121", "--site-packages", str(site), "--json", "--fail-on",
+                          "predicted", "--timeout", "5")
+    assert code == 1  # the shared-memory prediction alone trips it: no library, no ptxas, no NCCL here
+    prediction = json.loads(out)["prediction"]
+    assert prediction["shared_memory"]["limit_bytes"] == 101376
+    assert [n["entry"] for n in prediction["shared_memory"]["over_limit"]] == [MLA]
+    assert len(prediction["failures"]) == 1
 
 
 def test_fail_on_applies_ignores_predictions(tmp_path, capsys):

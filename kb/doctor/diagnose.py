@@ -574,7 +574,8 @@ def _predict(cells, facts: Facts, target, sites: list[str] | None, nothing_here:
     if target is None:
         known = [g for g in facts.gpus or [] if g.compute_capability]
         target = (predict_mod.Target(known[0].name or known[0].architecture,
-                                     *(int(p) for p in known[0].compute_capability.split(".")))
+                                     *(int(p) for p in known[0].compute_capability.split(".")),
+                                     smem_per_block=known[0].shared_memory_per_block_optin_bytes)
                   if known else None)
     return predict_mod.predict(cells, [str(Path(d)) for d in sites or []], target)
 

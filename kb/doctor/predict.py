@@ -7,9 +7,9 @@ this stage reads
   decides for each compiled unit whether the GPU can run it (`runs`, below);
 * the ptxas Triton will call, and whether its CUDA release knows the GPU's target (`PTXAS_KNOWS`);
 * the NCCL wheel's version, judged against the records' NCCL cells (`kb.records.verdict.judge`);
+* the records' per-block shared-memory needs against the GPU's limit (`kb.doctor.sharedmem`);
 
 and hands on a `Prediction` that `kb.doctor.diagnose` prints and that `--fail-on predicted` counts.
-The per-block shared memory limit against the records' numbers is not checked here (yet).
 
 The rule (NVIDIA, CUDA C++ Programming Guide, "Binary Compatibility" and "Feature Availability",
 https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility and
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from kb.doctor import fatbin
+from kb.doctor import fatbin, sharedmem
 from kb.records.catalog import FAMILIES_URL
 from kb.records.visible import visible
 
@@ -71,6 +71,7 @@ class Target:
     name: str  # as given, or the probed GPU's name
     major: int
     minor: int
+    smem_per_block: int | None = None  # the probed opt-in limit; None: not probed (--target)
 
     @property
     def arch(self) -> int:
@@ -330,6 +331,7 @@ class Prediction:
     ptxas: Ptxas | None
     nccl: str | None
     nccl_cells: list[tuple[str, str, str]]
+    shared_memory: sharedmem.SharedMemory
 
     @property
     def failures(self) -> list[str]:
@@ -345,6 +347,9 @@ class Prediction:
             out.append(f"triton: its ptxas {self.ptxas.version} ({visible(self.ptxas.path or '')}) predates "
                        f"sm_{self.target.arch}; Triton kernels will not compile ({self.ptxas.entry})")
         out += [f"nccl {self.nccl}: {cell} ({why})" for cell, verdict, why in self.nccl_cells if verdict == "affected"]
+        out += [f"{', '.join(n.packages)}: {n.entry} needs {n.needs:,} bytes of shared memory per block"
+                f"{f' ({visible(n.what)})' if n.what else ''}, the GPU allows {self.shared_memory.limit:,}"
+                for n in self.shared_memory.needs]
         return out
 
     def as_json(self) -> dict:
@@ -353,6 +358,7 @@ class Prediction:
                 "site_packages": self.site_dirs, "libraries": [lv.as_json() for lv in self.libraries],
                 "ptxas": None if self.ptxas is None else self.ptxas.as_json(), "nccl": self.nccl,
                 "nccl_cells": [{"entry": c, "verdict": v, "why": w} for c, v, w in self.nccl_cells],
+                "shared_memory": self.shared_memory.as_json(),
                 "failures": self.failures}
 
 
@@ -369,7 +375,8 @@ def predict(cells, site_dirs: list[str], target: Target | None, env: dict[str, s
         verdicts.append(lv)
     version = nccl_version(site_dirs)
     return Prediction(target, site_dirs, verdicts, triton_ptxas(site_dirs, target, env), version,
-                      nccl_cells(cells, version, target))
+                      nccl_cells(cells, version, target),
+                      sharedmem.check(cells, site_dirs, target, target.smem_per_block if target else None))
 
 
 VERDICT_WORDS = {"runs": "runs (SASS for it)", "jit": "runs after the driver JIT-compiles its PTX (slow first start)",
@@ -415,5 +422,15 @@ def report(prediction: Prediction) -> list[str]:
                    + (knows if x.version else visible(x.note or "")))
     out.append(f"  NCCL wheel: {visible(p.nccl or 'not installed')}"
                + "".join(f"; {c}: {v}" for c, v, _ in p.nccl_cells))
-    out.append("  Per-block shared memory against the records' numbers: not checked")
+    sm = p.shared_memory
+    if sm.limit is None:
+        known = ", ".join(f"sm_{a}" for a in sharedmem.PER_BLOCK_LIMIT)
+        out.append("  Per-block shared memory: not checked (the GPU's opt-in limit was not probed, and without a "
+                   f"probe it is known for {known} only, from {sharedmem.LIMIT_SOURCE})")
+    else:
+        out.append(f"  Per-block shared memory: the GPU allows {sm.limit:,} bytes ({sm.source}); "
+                   + (f"{len(sm.needs)} recorded kernel(s) need more" if sm.needs
+                      else "no recorded kernel of the installed packages needs more"))
+        out += [f"    {n.entry}: needs {n.needs:,} bytes{f' ({visible(n.what)})' if n.what else ''}; "
+                f"installed: {', '.join(n.packages)}" for n in sm.needs]
     return out
