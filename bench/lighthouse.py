@@ -1,4 +1,4 @@
-"""Audit benchmark: serve the built site on 127.0.0.1 and run Lighthouse on three pages.
+"""Audit benchmark: serve the built site on 127.0.0.1 and run Lighthouse on four pages.
 
 Install Lighthouse first (npm registry; bench/.lighthouse/ is git-ignored; 12.2.3 runs on Node 20):
 
@@ -123,7 +123,7 @@ def main() -> int:
         return 2
     site = Site(lint.check([ROOT / "kb" / "entries"]).cells)
     cell = site.by_id["mla-decode-fp8-kv-triton-shared-memory"]
-    pages = {"home": "", "cell": site.url(cell), "triage": "triage/"}
+    pages = {"home": "", "cell": site.url(cell), "triage": "triage/", "stack": "stack/"}  # issue 37: entry, triage, My stack
     failed = False
     server = serve(site_dir) if args.no_gzip else serve_gzip(site_dir)
     with server as base, tempfile.TemporaryDirectory() as tmp:
