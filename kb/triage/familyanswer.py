@@ -48,14 +48,11 @@ class Answer:
     fix: str
 
 
-@dataclass
-class FamilyHit:
-    family: str
-    title: str
-    url: str
-    how_to_tell: str
-    check: str
-    fix: str
+@dataclass(frozen=True)
+class FamilyHit(Answer):
+    """A family the log shows: its answer, the lines that show it (filled as the log is read) and
+    the rule that matched first."""
+
     lines: list[int] = field(default_factory=list)
     texts: dict[int, str] = field(default_factory=dict)
     signature: str = ""
