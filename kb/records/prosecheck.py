@@ -109,6 +109,10 @@ def _range_or_reason(cell: Cell) -> list[Problem]:
     if any(p.affected or p.fixed_in or p.seen_failing for p in components) or \
             any(p.note and NO_RANGE.search(p.note) for p in components):
         return []
+    # A scanned component is asked for its range by the scan's rules (KB093 to record it, then
+    # KB094, which names the range the wheels prove): one fault, one message.
+    if {s.package for s in cell.entry.scans} & {p.package for p in components}:
+        return []
     return [Problem(cell.path, cell.line_of(("components",)), "components",
                     "no component gives a version range and none says why, so a reader gets no verdict and no "
                     "reason: add `affected:`/`seen_failing:` to the component whose versions were seen failing "
