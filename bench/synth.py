@@ -376,6 +376,10 @@ def cell(seed: int, index: int, used: set[str]) -> tuple[str, dict]:
         if rng.random() < 0.6:
             component["note"] = f"{PACKAGE_TITLE[package]} reaches {kernel_hint} through its default backend selection."
         components.append(component)
+    if not any("affected" in c for c in components):
+        # A cell with no range says why (KB096); no draw, so every later draw stays as it was.
+        last = components[-1]
+        last["note"] = " ".join(filter(None, [last.get("note"), "No range: no synthetic release was read."]))
 
     fixes, workarounds = [], []
     if state == "fixed-release":

@@ -1,6 +1,5 @@
-"""The index's own cells answer "am I affected?" (#23): a cell carries a version range on some
-component, or one of its components says in words why it has none, so a reader who gets no
-verdict learns whether nobody knows or nobody checked."""
+"""The index's own ranges say what was read (#23). That every cell carries a range, or says why it has
+none, is lint rule KB096 (kb/records/prosecheck.py), which `kb check` and `checked_site` apply."""
 
 from __future__ import annotations
 
@@ -10,19 +9,10 @@ import pytest
 
 from conftest import ROOT, checked_site
 
-NO_RANGE = re.compile(r"\bno (affected )?range\b", re.IGNORECASE)
-
 
 @pytest.fixture(scope="module")
 def cells():
     return checked_site(ROOT / "kb" / "entries").cells
-
-
-def test_every_cell_has_a_range_or_says_why_not(cells):
-    silent = [c.id for c in cells
-              if not any(p.affected or p.fixed_in or p.seen_failing for p in c.entry.components)
-              and not any(p.note and NO_RANGE.search(p.note) for p in c.entry.components)]
-    assert silent == [], "cells with neither a range nor a 'No range: <why>' note: " + ", ".join(silent)
 
 
 def test_a_range_on_a_component_says_what_was_checked(cells):

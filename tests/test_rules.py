@@ -409,7 +409,8 @@ def _links(*kinds_states: tuple[str, str]) -> str:
 
 
 COMPONENT_FIXED_IN = "components: [{package: vllm, role: triggers, fixed_in: 0.12.0, fixed_commit: 0037a9c11}]\n"
-COMPONENT_FIXED_COMMIT = "components: [{package: vllm, role: triggers, fixed_commit: 1a2b3c4}]\n"
+COMPONENT_FIXED_COMMIT = ("components: [{package: vllm, role: triggers, fixed_commit: 1a2b3c4,\n"
+                          "              note: 'No range: the fix is on main only.'}]\n")  # KB096
 
 
 @pytest.mark.parametrize("fragment, broken", [
@@ -443,7 +444,7 @@ FIX_PR = "https://github.com/flashinfer-ai/flashinfer/pull/4165"
 
 def _fixed(fixed_in: str | None, *, by: str | None = FIX_PR, merged: bool = True, state: str = "fixed-release") -> str:
     component = "{package: flashinfer, role: raises" + (f", fixed_by: '{by}'" if by else "") \
-        + (f", fixed_in: '{fixed_in}'" if fixed_in else ", fixed_commit: 3e96dfa35") + "}"
+        + (f", fixed_in: '{fixed_in}'" if fixed_in else ", fixed_commit: 3e96dfa35, note: 'No range: on main only.'") + "}"
     return (_status(state) + f"components: [{component}]\n"
             + f"upstream: [{{kind: pr, url: '{FIX_PR}', state: {'merged' if merged else 'open'}, as_of: 2026-10}}]\n")
 
@@ -620,6 +621,37 @@ def test_kb095_every_workaround_says_its_cost(tmp_path):
     assert problem.format().endswith("(got '--kv-cache-dtype auto') [KB095]")
 
 
+_NO_RANGE_HINT = ("no component gives a version range and none says why, so a reader gets no verdict and no reason: "
+                  "add `affected:`/`seen_failing:` to the component whose versions were seen failing")
+
+
+@pytest.mark.parametrize("components, silent", [
+    ("  - {package: vllm, role: triggers}\n  - {package: triton, role: raises}\n", True),
+    ("  - {package: vllm, role: triggers, affected: '>=0.25.0,<0.26.0'}\n", False),
+    ("  - {package: vllm, role: triggers, seen_failing: '==0.25.1'}\n", False),
+    ("  - {package: vllm, role: triggers, fixed_in: 0.26.0, fixed_commit: 1a2b3c4d5e}\n", False),
+    ("  - {package: vllm, role: triggers}\n  - {package: triton, role: raises, note: 'No range: not read.'}\n", False),
+    ("  - {package: vllm, role: triggers, note: 'Seen on 0.25.1. No affected range: no fix yet.'}\n", False),
+    ("  - {package: vllm, role: triggers, note: 'no range, since only a dev build failed'}\n", False),
+    # the words must be said: a note about ranges, or one naming no range in look-alike letters, is not it
+    ("  - {package: vllm, role: triggers, note: 'No ranges were read.'}\n", True),
+    ("  - {package: vllm, role: triggers, note: 'The range is unknown.'}\n", True),
+    ("  - {package: vllm, role: triggers, note: 'N\u043e range: not read.'}\n", True),
+])
+def test_kb096_a_range_or_words_why_none(tmp_path, components, silent):
+    """An entry gives a version range on some component, or a component's note says why it gives
+    none; otherwise it is refused at the `components:` line, naming the packages and what to write."""
+    path = _cell(tmp_path, "a", "components:\n" + components)
+    problems = lint.check([tmp_path]).problems
+    if not silent:  # a fixed_in alone breaks other rules (the status, the fix it names): only KB096 is asked
+        assert [p.format() for p in problems if p.code == "KB096"] == []
+        return
+    (problem,) = problems
+    assert f"a.yaml:{_line(path, 'components:')}: components: {_NO_RANGE_HINT}" in problem.format()
+    assert "or a note starting 'No range: <why>'" in problem.message
+    assert problem.format().endswith(f"(got {', '.join(re.findall(r'package: ([a-z]+)', components))!r}) [KB096]")
+
+
 def test_cause_is_plain_text_of_the_mechanisms_first_sentence():
     from kb.records import cause
 
@@ -636,7 +668,7 @@ def test_kb082_names_file_line_field_and_word_and_leaves_literals_alone(tmp_path
     are not prose, and a word inside a longer one (`seeded`, `cellular`, `manual_seed`) is not it."""
     fragment = ('signatures:\n  - {text: "CUDA error: cell 3 of the seed table", kind: log-line}\n'
                 'hardware: {architectures: [sm_121], gpus: ["GB10 (seed claim only, see claims)"]}\n'
-                'components:\n  - {package: vllm, role: raises, note: "Only cellular torch.manual_seed runs; that Cell is older."}\n'
+                'components:\n  - {package: vllm, role: raises, seen_failing: "==0.25.1", note: "Only cellular torch.manual_seed runs; that Cell is older."}\n'
                 '  - {package: triton, role: raises, note: "Range from wheels, so no fixed_in; see claims[0].as_of."}\n'
                 "claims:\n  - {says: \"Seeded on 2026-08-19, the seed document's date.\", source: seed, as_of: 2026-12, confirmed: false}\n")
     path = tmp_path / GOOD.name
@@ -661,7 +693,7 @@ def test_look_alike_letters_do_not_get_past_kb081_and_kb082(tmp_path):
     """Attack review: `RTX 5О90` with a Cyrillic О made a browse group of its own titled like RTX
     5090, and `This сell` with a Cyrillic с passed the internal-words rule."""
     fragment = ('hardware: {architectures: [sm_120], gpus: ["RTX 5\u041e90"]}\n'
-                'components:\n  - {package: vllm, role: raises, note: "This \u0441ell covers it."}\n')
+                'components:\n  - {package: vllm, role: raises, seen_failing: "==0.25.1", note: "This \u0441ell covers it."}\n')
     path = tmp_path / GOOD.name
     path.write_text(_overlay(fragment), encoding="utf-8")
     found = lint.check([path]).problems
@@ -679,7 +711,7 @@ def test_kb082_refuses_the_research_trails_words(tmp_path):
     and a signature's literal text alone."""
     fragment = ('signatures:\n  - {text: "torch.cuda.memory._snapshot() failed", kind: log-line, '
                 'note: "The printed form is the next signature."}\n'
-                'components:\n  - {package: vllm, role: raises, note: "Tag check 2026-12-04 in the vLLM snapshot."}\n'
+                'components:\n  - {package: vllm, role: raises, seen_failing: "==0.25.1", note: "Tag check 2026-12-04 in the vLLM snapshot."}\n'
                 '  - {package: triton, role: raises, note: "The repository is over the fetch  size limit; snapshotting."}\n')
     path = tmp_path / GOOD.name
     path.write_text(_overlay(fragment), encoding="utf-8")

@@ -335,16 +335,21 @@ def skeleton(request: Request, cell_id: str, today: str) -> str:
         "  # Every GPU it was seen on, by its marketing name.",
         f"  gpus: {_flow(r.gpus)}",
         "# The packages involved: raises (prints the error), triggers (its code path leads there),",
-        "# involved (neither, but part of it).",
+        "# involved (neither, but part of it). Give the one whose versions were seen failing affected or",
+        "# seen_failing, or say in a note why no range is given: \"No range: <why>\" (rule KB096).",
         "components:",
     ]
-    for package, role in r.components:
+    for n, (package, role) in enumerate(r.components):
+        # The first note asks for the range or the reason (KB096), so a filled skeleton answers it.
+        note = (f"TODO: what {package} does in this failure. No range: TODO: why none is given, or give a "
+                "component affected or seen_failing and delete this sentence") if n == 0 else \
+            f"TODO: what {package} does in this failure, or delete the line"
         lines += [
             f"  - package: {package}",
             f"    role: {role}",
             "    # Optional, PEP 440: affected: \">=0.6.0,<0.6.18\"  fixed_in: 0.6.18  fixed_commit: 1a2b3c4",
             "    # fixed_by: <URL of the merged pull request that fixes it> (with fixed_in or fixed_commit)",
-            f"    note: {quote('TODO: what ' + package + ' does in this failure, or delete the line')}",
+            f"    note: {quote(note)}",
         ]
     lines += [
         "# Why it happens, in Markdown: the code path, the numbers, the limit it hits. Code in",

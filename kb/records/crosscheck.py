@@ -4,8 +4,8 @@
 whole index: signatures listed twice or spelled alike, URL slugs shared, unknown or one-way
 `related` ids, words and look-alike patterns shared too widely (`look_alike_pairs`, also used
 by `kb new`), evidence not cited in the record, status against links, fixes and versions, one
-spelling per name, and each cell's reproduction, headline and cause line (kb.records.prosecheck).
-It hands on their Problems, unsorted.
+spelling per name, and each cell's reproduction, headline, cause line, workaround costs and
+version range (kb.records.prosecheck). It hands on their Problems, unsorted.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kb.records import confusables, facets, patterns, reproduction, scan
 from kb.records.load import dotted
 from kb.records.normalise import normalise
 from kb.records.problems import Problem
-from kb.records.prosecheck import _cause_line, _harmless_headline, _workaround_costs
+from kb.records.prosecheck import _cause_line, _harmless_headline, _range_or_reason, _workaround_costs
 from kb.records.schema import Cell
 from kb.records.slug import slug
 from kb.records.state import disagreement
@@ -101,6 +101,7 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
         problems.extend(_harmless_headline(cell))
         problems.extend(_cause_line(cell))
         problems.extend(_workaround_costs(cell))
+        problems.extend(_range_or_reason(cell))
     return problems
 
 

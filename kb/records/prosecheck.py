@@ -4,8 +4,8 @@ Per file, on its loaded data (kb.records.lint's per-file pipeline): TODO markers
 (KB046) and the index's own words in the prose a page shows (KB082, `prose_field`). Per cell,
 called by the cross-record checks (kb.records.crosscheck) on validated cells: a first signature
 that reads as a healthy run's INFO line (KB063), a missing Cause line or one too long, naming code
-or repeating the summary (KB080), and a workaround that does not say what it costs (KB095). Each
-hands on a list of Problems.
+or repeating the summary (KB080), a workaround that does not say what it costs (KB095), and an
+entry that gives no version range and does not say why (KB096). Each hands on a list of Problems.
 """
 
 from __future__ import annotations
@@ -94,6 +94,31 @@ def _workaround_costs(cell: Cell) -> list[Problem]:
                     "speed, a feature) as its source says it, or 'The source gives no cost.' and what it turns off",
                     "KB095", w.what)
             for i, w in enumerate(cell.entry.workarounds) if not w.cost]
+
+
+# KB096: the words that say why a cell gives no version range ("No range: nobody read the tags"),
+# anywhere in a component's note, in any letter case.
+NO_RANGE = re.compile(r"\bno (affected )?range\b", re.IGNORECASE)
+
+
+def _range_or_reason(cell: Cell) -> list[Problem]:
+    """KB096: the entry answers "am I affected?": some component gives a version range (affected,
+    fixed_in or seen_failing), or a component's note says in words why none is given, so a reader
+    who gets no verdict learns whether nobody knows or nobody checked."""
+    components = cell.entry.components
+    if any(p.affected or p.fixed_in or p.seen_failing for p in components) or \
+            any(p.note and NO_RANGE.search(p.note) for p in components):
+        return []
+    # A scanned component is asked for its range by the scan's rules (KB093 to record it, then
+    # KB094, which names the range the wheels prove): one fault, one message.
+    if {s.package for s in cell.entry.scans} & {p.package for p in components}:
+        return []
+    return [Problem(cell.path, cell.line_of(("components",)), "components",
+                    "no component gives a version range and none says why, so a reader gets no verdict and no "
+                    "reason: add `affected:`/`seen_failing:` to the component whose versions were seen failing "
+                    "(or `fixed_in:` where a release fixes it), or a note starting 'No range: <why>' (the "
+                    "versions were not read, the source names none)", "KB096",
+                    ", ".join(p.package for p in components))]
 
 
 # KB046: `kb new` writes prose placeholders as TODO markers; literal signatures are exempt

@@ -375,7 +375,10 @@ RULES = {rule.code: rule for rule in [
                  "    cost: Keeps the KV cache in bf16, two bytes a value instead of fp8's one, so it holds half the tokens.\n"
                  "    source: https://github.com/vllm-project/vllm/issues/53748\n    as_of: 2026-09\n",
             bad="workarounds:\n  - kind: flag\n    what: --kv-cache-dtype auto\n"
-                "    source: https://github.com/vllm-project/vllm/issues/53748\n    as_of: 2026-09\n"),
+                "    source: https://github.com/vllm-project/vllm/issues/53748\n    as_of: 2026-09\n"),    RuleDoc("KB096", "range-or-reason", "An entry answers 'am I affected?': some component gives a version range (affected, fixed_in or seen_failing), or a component's note says in words why none is given ('No range: <why>', or 'no affected range'), so a reader who gets no verdict learns whether nobody knows or nobody checked. Reported at `components:`; add the range to the component whose versions were seen failing.",
+            good="components:\n  - {package: vllm, role: triggers}\n"
+                 "  - {package: triton, role: raises, note: 'No range: the triton releases it fails on were not read.'}\n",
+            bad="components:\n  - {package: vllm, role: triggers}\n  - {package: triton, role: raises}\n"),
 ]}
 
 
