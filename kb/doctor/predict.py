@@ -290,17 +290,13 @@ def ptxas_version(path: str) -> tuple[str | None, str | None]:
 # --- NCCL ----------------------------------------------------------------------------------------
 
 def nccl_version(site_dirs: list[str]) -> str | None:
-    """The NCCL wheel's version, from its dist-info folder name (nvidia_nccl_cu12-2.26.2.dist-info)."""
+    """The NCCL wheel's version, from its dist-info folder name (nvidia_nccl_cu12-2.26.2.dist-info):
+    the first folder that holds one, the newest CUDA major's wheel first within it."""
     for site in site_dirs:
-        try:
-            names = sorted(os.listdir(site))
-        except OSError:
-            continue
+        found = sharedmem.dist_infos(site)
         for dist in NCCL_DISTRIBUTIONS:
-            for name in names:
-                found = re.fullmatch(rf"{dist}-([0-9][^-]*)\.dist-info", name, re.I)
-                if found:
-                    return found.group(1)
+            if sharedmem.norm(dist) in found:
+                return found[sharedmem.norm(dist)]
     return None
 
 

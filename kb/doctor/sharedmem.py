@@ -75,23 +75,33 @@ def needs(entry) -> list[tuple[int, str | None]]:
     return out
 
 
-def _norm(name: str) -> str:
+def norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def dist_infos(site: str) -> dict[str, str]:
+    """Normalised distribution name -> version, from the dist-info folder names of one site-packages
+    folder (`flashinfer_python-0.6.9.dist-info`), in name order, the first of a name winning; {} when
+    the folder cannot be listed."""
+    try:
+        names = sorted(os.listdir(site))
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for name in names:
+        found = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._]{0,99}?)-([0-9][A-Za-z0-9.+!]{0,59})\.dist-info", name)
+        if found:
+            out.setdefault(norm(found.group(1)), found.group(2))
+    return out
+
+
 def installed(site_dirs: list[str]) -> dict[str, str]:
-    """Normalised distribution name -> version, from the dist-info folders of the site-packages
-    (`flashinfer_python-0.6.9.dist-info`), the first folder winning as Python's import does."""
+    """Normalised distribution name -> version over the site-packages folders (`dist_infos`), the
+    first folder winning as Python's import does."""
     out: dict[str, str] = {}
     for site in site_dirs:
-        try:
-            names = sorted(os.listdir(site))
-        except OSError:
-            continue
-        for name in names:
-            found = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._]{0,99}?)-([0-9][A-Za-z0-9.+!]{0,59})\.dist-info", name)
-            if found:
-                out.setdefault(_norm(found.group(1)), found.group(2))
+        for name, version in dist_infos(site).items():
+            out.setdefault(name, version)
     return out
 
 
@@ -100,7 +110,7 @@ def record_versions(packages: set[str], dists: dict[str, str]) -> dict[str, str 
     probe uses (kb.doctor.facts.DISTRIBUTIONS: flashinfer is flashinfer-python)."""
     from kb.doctor.facts import DISTRIBUTIONS
 
-    return {p: next((dists[_norm(d)] for d in DISTRIBUTIONS.get(p, (p,)) if _norm(d) in dists), None)
+    return {p: next((dists[norm(d)] for d in DISTRIBUTIONS.get(p, (p,)) if norm(d) in dists), None)
             for p in sorted(packages)}
 
 
