@@ -21,7 +21,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, checked_site
 from kb import cli
-from kb.edit.refresh import answers, client, reader, records, rewrite
+from kb.edit.refresh import answers, client, command, reader, records, rewrite
 from kb.records import load
 from kb.site import freshness
 from kb.site.pages import Renderer
@@ -37,7 +37,14 @@ ISSUE = "/repos/vllm-project/vllm/issues/53748"
 PULL = "/repos/vllm-project/vllm/pulls/54013"
 RELEASES = "/repos/vllm-project/vllm/releases?per_page=30"
 OLD_ISSUE = "/repos/flashinfer-ai/flashinfer/issues/3566"
-TODAY = dt.date.today().isoformat()
+TODAY = "2026-12-05"  # the day every run of these tests records (see the fixture below)
+
+
+@pytest.fixture(autouse=True)
+def fixed_run_date(monkeypatch):
+    """Every `kb refresh` run here records the same day, so a suite that runs across midnight
+    compares what was written with the day it was written (it once failed in CI at 00:05)."""
+    monkeypatch.setattr(command, "run_date", lambda: dt.date.fromisoformat(TODAY))
 
 
 def compare(tag: str) -> str:

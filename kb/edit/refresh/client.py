@@ -118,8 +118,9 @@ class EtagCache:
     """URL -> (ETag, the answer's fields that are read, the last day it was used), kept in one JSON
     file across runs; an answer no run has used for CACHE_DAYS days is dropped."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, today: dt.date | None = None):
         self.path = path
+        self.today = today or dt.date.today()  # one date for the whole run, even one that spans midnight
         self.old: dict[str, dict] = {}
         self.new: dict[str, dict] = {}
         if path is not None and (why := cache.unsafe_folder(path.parent)):
@@ -142,12 +143,12 @@ class EtagCache:
         return self.new.get(url) or self.old.get(url)
 
     def put(self, url: str, etag: str, body) -> None:
-        self.new[url] = {"etag": etag, "body": body, "used": dt.date.today().isoformat()}
+        self.new[url] = {"etag": etag, "body": body, "used": self.today.isoformat()}
 
     def save(self) -> None:
         if self.path is None:
             return
-        oldest = (dt.date.today() - dt.timedelta(days=CACHE_DAYS)).isoformat()
+        oldest = (self.today - dt.timedelta(days=CACHE_DAYS)).isoformat()
         kept = {url: entry for url, entry in {**self.old, **self.new}.items() if entry["used"] >= oldest}
         if kept == self.old:
             return

@@ -143,6 +143,11 @@ def _has_ruamel() -> bool:
         return False
 
 
+def run_date() -> dt.date:
+    """The day a run records (each link's as_of, each cache entry's last use): read once at its start."""
+    return dt.date.today()
+
+
 def main(args) -> int:
     """`kb refresh`: print each state or fixed_in that differs (exit 1), none (exit 0), or errors (exit 2)."""
     given, source = (args.api_url, "--api-url") if args.api_url else (os.environ.get("GITHUB_API_URL"), "GITHUB_API_URL")
@@ -165,9 +170,10 @@ def main(args) -> int:
         return 2
     if token is None:
         print("kb refresh: no GITHUB_TOKEN: reading without one (GitHub allows 60 requests an hour)", file=sys.stderr)
-    etags = EtagCache(None if args.no_cache else Path(args.cache) if args.cache else CACHE_FILE)
+    today = run_date()
+    etags = EtagCache(None if args.no_cache else Path(args.cache) if args.cache else CACHE_FILE, today)
     client = Client(api_url, token, args.timeout, etags, args.max_requests)
-    out = refresh(Path(args.entries), Reader(client), args.only or [], args.write)
+    out = refresh(Path(args.entries), Reader(client), args.only or [], args.write, today)
     etags.save()
     # visible() again where the lines leave: whatever a message quotes, no control character
     # reaches the terminal or the refresh pull request's body.
