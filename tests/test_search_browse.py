@@ -241,3 +241,53 @@ def test_search_results_show_each_failures_status(live_site, page):
         search(page, "CUDA error")
         states = page.locator("#kb-search-results li .kb-search__state").all_inner_texts()
         assert states and all(s.removeprefix("Status: ") in facets.STATUS_NAMES.values() for s in states), states
+
+
+def test_the_count_stays_the_same_after_show_all_and_no_page_is_listed_twice(live_site, page):
+    # A page can be both a literal-string hit and a Pagefind hit beyond the first ten (whose data
+    # is not loaded): counted once before "Show all" as after (issue 37 item 7).
+    with serve(live_site) as base:
+        page.goto(base + "about/")
+        checked = 0
+        for query in ("sm_120", "CUDA error", "Blackwell", "illegal memory access", "FlashInfer"):
+            search(page, query)
+            status = page.locator(".kb-search__status")
+            if not page.locator(".kb-search__all").count():
+                continue
+            before = int(status.inner_text().split()[0])
+            page.locator(".kb-search__all").click()
+            page.wait_for_function("() => document.querySelectorAll('.kb-search__link').length > 10")
+            _done(page, query)
+            hrefs = [a.get_attribute("href") for a in page.locator(".kb-search__link").all()]
+            after = int(status.inner_text().split()[0])
+            assert len(hrefs) == len(set(hrefs)) == after, query
+            assert before == after, (query, before, after)
+            checked += 1
+        assert checked >= 3
+
+
+def test_a_query_naming_a_gpu_outside_the_index_says_so_above_the_results(live_site, page):
+    # The sentence of My stack, triage and `kb match` (kb.records.verdict.out_of_scope, on the GPU
+    # table kb.records.gpus.MODELS), in the header search box too (issue 37 item 6).
+    from kb.records import gpus, verdict
+
+    def expected(name):
+        words = verdict.out_of_scope([{"name": name, "compute_capability": gpus.model_capability(name)}])
+        return words[0].upper() + words[1:] + "."
+
+    with serve(live_site) as base:
+        page.goto(base + "about/")
+        note = page.locator(".kb-search__scope")
+        for query, name, arch in (("H100", "H100", "sm_90"), ("RTX 4090 illegal memory access", "RTX 4090", "sm_89"),
+                                  ("b200", "b200", "sm_100")):
+            search(page, query)
+            assert note.inner_text() == expected(name), query
+            assert f"your GPU is {name} ({arch})" in note.inner_text() and "covers sm_120/sm_121;" in note.inner_text()
+            status = page.locator(".kb-search__status")
+            assert note.bounding_box()["y"] < status.bounding_box()["y"]  # above the count and the results
+        for query in ("RTX 5090", "4090 and 5090", "CUDA error"):  # a GPU the index covers, or none named
+            search(page, query)
+            assert not note.inner_text() and not note.is_visible(), query
+        search(page, "H100")
+        page.locator("#kb-search-input").press("Escape")
+        assert not note.inner_text()

@@ -87,6 +87,17 @@ def menus(site) -> dict[str, list[str]]:
             "status": sorted(found["status"], key=status_order.index)}
 
 
+def scope_table() -> dict:
+    """What the search box needs to tell a reader that a GPU named in the query is outside the index
+    (the sentence of kb.records.verdict.out_of_scope): the GPU table (kb.records.gpus.MODELS) with
+    each model's architecture, the index's scope, and the sentence's words."""
+    from kb.records import gpus, verdict
+
+    return {"models": [{"pattern": pattern, "arch": verdict.capability_arch(cc)} for pattern, cc in gpus.MODELS],
+            "covers": list(gpus.SCOPE),
+            "words": {k: verdict.WORDS[k] for k in ("out_of_scope", "scope_gpu")}}
+
+
 def literals(site) -> dict:
     """`search/literals.json`: each search page (a cell, or the page that tells apart the cells
     sharing a string) with the literal strings a search must land it for (the first is the
@@ -118,6 +129,7 @@ def literals(site) -> dict:
         pages.append(page)
     return {
         "version": 1,
+        "scope": scope_table(),
         "passes": normalise.MAX_PASSES,
         "normalise": normalise.export(),
         "search": _rules(SEARCH_RULES),

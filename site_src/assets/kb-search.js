@@ -21,6 +21,9 @@
   var list = root.querySelector(".kb-search__results");
   var status = root.querySelector(".kb-search__status");
   var selects = root.querySelectorAll("select[data-filter]");
+  var scopeNote = document.createElement("p"); // above the results: the query names a GPU the index does not cover
+  scopeNote.className = "kb-search__scope";
+  root.insertBefore(scopeNote, status);
   var pagefind = null;
   var literals = null;
   var generation = 0;
@@ -92,13 +95,39 @@
         if (!r.ok) throw new Error("literals.json: HTTP " + r.status);
         return r.json();
       }).then(function (data) {
-        return { rules: kbNormalise.compile(data.normalise.concat(data.search)), mask: kbNormalise.compile(data.mask),
+        var scope = { covers: data.scope.covers, words: data.scope.words,
+                      models: data.scope.models.map(function (m) { return [new RegExp(m.pattern, "i"), m.arch]; }) };
+        return { rules: kbNormalise.compile(data.normalise.concat(data.search)), mask: kbNormalise.compile(data.mask), scope: scope,
                  passes: data.passes, filters: data.filters, shards: data.shards, keys: data.keys, common: new Set(data.common),
                  loaded: new Map(), pages: [], pageAt: new Map(), strings: [], held: new Set(), vocab: [],
                  ids: new Map(), postings: [], memo: new Map() };
       });
     }
     return literals;
+  }
+
+  // The sentence kb.records.verdict.out_of_scope writes (as My stack, the triage page and `kb match`
+  // say it) when the query names GPUs and every one is outside the index's architectures: "this
+  // index covers sm_120/sm_121; your GPU is H100 (sm_90)"; null otherwise. The GPU table is
+  // kb.records.gpus.MODELS (search/literals.json `scope`), the first model matching a name wins.
+  function outOfScope(scope, raw) {
+    var named = [];
+    var text = trim(raw).slice(0, 200);
+    scope.models.forEach(function (model, i) {
+      var re = new RegExp(model[0].source, "gi"), m;
+      while ((m = re.exec(text)) !== null) {
+        if (!m[0]) { re.lastIndex++; continue; }
+        var name = m[0];
+        var first = scope.models.findIndex(function (other) { return other[0].test(name); });
+        if (first === i) named.push({ at: m.index, name: name, arch: model[1] });
+      }
+    });
+    if (!named.length || named.some(function (g) { return !g.arch || scope.covers.indexOf(g.arch) >= 0; })) return null;
+    var gpus = Array.from(new Set(named.sort(function (a, b) { return a.at - b.at; }).map(function (g) {
+      return scope.words.scope_gpu.replace("{name}", g.name).replace("{arch}", g.arch);
+    })));
+    var words = scope.words.out_of_scope.replace("{scope}", scope.covers.join("/")).replace("{gpus}", gpus.join(", "));
+    return words.charAt(0).toUpperCase() + words.slice(1) + ".";
   }
 
   var PAGEFIND_WORDS = 4; // words of a query Pagefind searches for (each costs a chunk per index shard)
@@ -426,8 +455,9 @@
     return a;
   }
 
-  function render(raw, items, total, closest) {
+  function render(raw, items, total, closest, outside) {
     list.textContent = "";
+    scopeNote.textContent = outside || "";
     items.forEach(function (item, i) {
       var li = document.createElement("li");
       li.id = "kb-search-option-" + i;
@@ -500,6 +530,7 @@
     timer = null;
     list.textContent = "";
     status.textContent = "";
+    scopeNote.textContent = "";
     input.setAttribute("aria-expanded", "false");
     setActive(-1);
     root.removeAttribute("data-done-query");
@@ -564,22 +595,45 @@
           .filter(function (w) { return w && !/^(?:n|pkgs|#)$/.test(w); });
         var kept = new Set(longest(words).slice(0, PAGEFIND_WORDS));
         var asked = words.filter(function (w) { return kept.delete(w); }).join(" ");
-        return pf.search(asked || null, { filters: chosen });
+        return pf.search(asked || null, { filters: chosen }).then(function (search) {
+          return search && { search: search, again: function (filters) { return pf.search(asked || null, { filters: filters }); } };
+        });
       });
-    }).then(function (search) {
-      if (!search) return { total: 0, datas: [] };
-      var top = search.results.slice(0, all ? search.results.length : CANDIDATES);
-      return Promise.all(top.map(function (r) { return r.data(); })).then(function (datas) {
-        return { total: search.results.length, datas: datas };
+    }).then(function (searched) {
+      if (!searched) return { datas: [], rest: [] };
+      var results = searched.search.results, shown = all ? results.length : CANDIDATES;
+      return Promise.all(results.slice(0, shown).map(function (r) { return r.data(); })).then(function (datas) {
+        return { datas: datas, rest: results.slice(shown).map(function (r) { return r.id; }), again: searched.again };
       });
     });
-    return Promise.all([pages, local]).then(function (both) {
+    var outside = loadLiterals().then(function (index) { return outOfScope(index.scope, shown); }, function () { return null; });
+    return Promise.all([pages, local, outside]).then(function (both) {
       var found = both[0], hits = both[1].hits;
       var items = merge(query, hits, found.datas);
-      var extra = Math.max(0, found.total - found.datas.length);
       var strong = hits.some(function (h) { return h.score >= STRONG; });
-      return { items: all ? items : items.slice(0, SHOWN), total: items.length + extra,
-               closest: !found.datas.length && !strong && items.length > 0 };
+      return unloaded(found, hits, chosen).then(function (extra) {
+        return { items: all ? items : items.slice(0, SHOWN), total: items.length + extra,
+                 closest: !found.datas.length && !strong && items.length > 0, outside: both[2] };
+      });
+    });
+  }
+
+  // How many pages Pagefind found beyond those whose data was loaded that are not already among
+  // the results: the count must not change when "Show all" loads them. Such a page may also be a
+  // literal-string hit, known by its URL; Pagefind's results beyond the loaded ones are known by
+  // their ids only. Each searched page carries its URL as the `page` filter
+  // (templates/pages/cell.html, disambiguation.html), so the same search narrowed to the URLs of
+  // the literal hits not yet placed names, by id, those that are both.
+  function unloaded(found, hits, chosen) {
+    if (!found.rest.length) return Promise.resolve(0);
+    var loaded = new Set(found.datas.map(function (d) { return new URL(d.url, siteRoot).pathname; }));
+    var open = hits.filter(function (h) { return !loaded.has(h.page.href); }).map(function (h) { return h.page.url; });
+    if (!open.length) return Promise.resolve(found.rest.length);
+    var filters = Object.assign({}, chosen, { page: { any: open } });
+    return found.again(filters).then(function (both) {
+      var rest = new Set(found.rest), twice = 0;
+      both.results.forEach(function (r) { if (rest.has(r.id)) twice++; });
+      return found.rest.length - twice;
     });
   }
 
@@ -596,7 +650,7 @@
     status.textContent = "Searching\u2026";
     answer(raw, chosen, showAll).then(function (found) {
       if (mine !== generation) return;
-      render(raw.trim(), found.items, found.total, found.closest);
+      render(raw.trim(), found.items, found.total, found.closest, found.outside);
       if (openWhenDone) {
         openWhenDone = false;
         open(0);
