@@ -236,3 +236,14 @@ def test_a_dll_without_the_section_has_no_code_and_a_damaged_one_is_an_error():
     with pytest.raises(fatbin.FatbinError, match="no PE signature at offset 64"):
         fatbin.containers(b"MZ" + bytes(0x3A) + struct.pack("<I", 0x40) + b"NE\0\0" + bytes(64))
     assert not fatbin.is_pe(b"\x7fELF")
+
+
+def test_the_evidence_line_names_a_platform_other_than_linux_x86_64():
+    from kb.site.reproduced import evidence
+
+    (cell,) = [c for c in lint.check([ROOT / "kb" / "entries"]).cells
+               if c.id == "lmdeploy-turbomind-windows-wheel-no-sm120-before-0-13"]
+    assert [s.platform for s in cell.entry.scans] == ["win_amd64", "manylinux_2_28_x86_64"]
+    windows, linux = evidence(cell).split("; lmdeploy ")
+    assert "lmdeploy 0.13.0 is the first scanned release with sm_120 code in the Windows wheels, 0.12.3" in windows
+    assert linux.startswith("0.13.0 is the first scanned release with sm_120 code, 0.12.3 the last without")
