@@ -372,6 +372,9 @@ def _add_repro(sub) -> None:
     p.add_argument("--wheelhouse", metavar="DIR", help="install the tools from the wheels in DIR alone, offline "
                    "(no package index, none of pip's settings; the hashes of kb/repro/tools.lock still checked)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds each run may take (default: 60)")
+    p.add_argument("--newest", action="store_true", help="run nothing: ask the package index (its JSON API, beside "
+                   "pip's index) whether it has a release newer than each scan's newest version (exit 1 when one "
+                   "has); with --write, record the index's newest release as the scan's `newest`")
     p.add_argument("--entries", default=str(default_entries()), help="entries folder (default: kb/entries/ here, else the installed knowledge base's)")
     p.set_defaults(run=_repro)
 

@@ -123,14 +123,15 @@ def test_each_module_imports_alone_and_loads_only_earlier_stages(stage):
 
 def test_only_kb_refresh_reaches_the_network():
     """The network client (kb.edit.refresh.client) is the one module of kb and its hook that opens
-    a connection, and only the refresh command reaches it: `kb check`, the build, `kb match` and
-    `kb doctor` never send a request."""
+    a connection to GitHub, and only the refresh command reaches it: `kb check`, the build, `kb match`
+    and `kb doctor` never send a request. The other, kb.repro.newest, reads the package index's JSON
+    API for `kb repro --newest` alone (kb repro reaches the index through pip already)."""
     import ast
 
     from conftest import ROOT
 
     network = {"socket", "http.client", "urllib.request"}
-    connects, reaches = set(), set()
+    connects, reaches, newest = set(), set(), set()
     for path in sorted([*(ROOT / "kb").rglob("*.py"), *(ROOT / "hooks").glob("*.py")]):
         name = path.relative_to(ROOT).as_posix()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -141,7 +142,13 @@ def test_only_kb_refresh_reaches_the_network():
                 connects.add(name)
             if any(m.startswith("kb.edit.refresh") for m in modules) and not name.startswith("kb/edit/refresh/"):
                 reaches.add(name)
-    assert connects == {"kb/edit/refresh/client.py"}
+            if "kb.repro.newest" in modules or (node.__class__ is ast.ImportFrom and node.module == "kb.repro"
+                                                 and "newest" in [a.name for a in node.names]):
+                newest.add(name)
+    assert connects == {"kb/edit/refresh/client.py", "kb/repro/newest.py"}
+    assert newest == {"kb/repro/run.py"}
+    run = (ROOT / "kb" / "repro" / "run.py").read_text(encoding="utf-8")
+    assert 'if getattr(args, "newest", False):\n        from kb.repro import newest\n' in run
     assert reaches == {"kb/cli.py"}
     cli = (ROOT / "kb" / "cli.py").read_text(encoding="utf-8")
     assert "from kb.edit.refresh import command\n" in cli and cli.count("kb.edit.refresh") == 1

@@ -1,16 +1,18 @@
 """Scans: cuobjdump's listings read from recorded output (tests/data/cuobjdump/, verbatim), the
 boundary a scan proves, the lint that holds a range to its scan (KB093, KB094) and the writer's
-`scans:` block. Nothing here downloads a wheel or runs cuobjdump."""
+`scans:` block. A Windows DLL's fat binaries are read
+from a PE image built here. Nothing here downloads a wheel or runs cuobjdump."""
 
 from __future__ import annotations
 
 import re
+import struct
 
 import pytest
 
 from kb.records import lint
 from kb.records.scan import Found, Library, Scan, Wheel, boundary, code_for
-from kb.repro import scan, write
+from kb.repro import fatbin, scan, write
 
 from conftest import FIXTURES, ROOT
 
@@ -182,5 +184,66 @@ def test_the_scans_block_reads_back_byte_for_byte():
     for cell in with_scans:
         raw = cell.path.read_bytes()
         assert write.rewritten(cell.path, raw, list(cell.entry.scans), "scans") == raw, cell.id
-        last, first = boundary(cell.entry.scans[0])
-        assert last is not None and first is not None, cell.id
+        for s in cell.entry.scans:
+            # every scan holds a version without the code; one whose newest lacks it too proves no fix yet
+            last, first = boundary(s)
+            assert last is not None, cell.id
+
+
+def test_the_platforms_of_aarch64_and_windows():
+    tags = scan.platforms("manylinux_2_28_aarch64")
+    assert tags[0] == "manylinux_2_28_aarch64" and "manylinux2014_aarch64" in tags
+    assert not any(t.startswith(("manylinux1", "manylinux2010")) or "x86_64" in t for t in tags)
+    assert scan.platforms("win_amd64") == ["win_amd64"]
+
+
+# --- a Windows DLL's fat binaries (kb.repro.fatbin) --------------------------------------------------
+
+def _container(payload: bytes) -> bytes:
+    """A fat binary container as fatbinary.h lays it out: magic, version 1, header size 16, payload size."""
+    return fatbin.MAGIC + struct.pack("<HHQ", 1, 16, len(payload)) + payload
+
+
+def _pe(sections: dict[bytes, bytes]) -> bytes:
+    """A minimal PE image: DOS header pointing at the PE signature, a COFF header without optional
+    header, a section table, then each section's raw bytes (its virtual size the true length, its
+    raw size rounded up to 512 as a linker's file alignment does)."""
+    table_at = 0x40 + 4 + 20
+    at = table_at + 40 * len(sections)
+    head = b"MZ" + bytes(0x3A) + struct.pack("<I", 0x40) + b"PE\0\0" + struct.pack("<HHIIIHH", 0x8664, len(sections),
+                                                                                   0, 0, 0, 0, 0x2022)
+    table, body = b"", b""
+    for name, raw in sections.items():
+        padded = raw + bytes(-len(raw) % 512)
+        table += struct.pack("<8sIIIIIIHHI", name, len(raw), 0x1000, len(padded), at + len(body), 0, 0, 0, 0, 0)
+        body += padded
+    return head + table + body
+
+
+def test_the_fat_binaries_of_a_dll_are_laid_end_to_end_without_their_padding():
+    first, second = _container(b"\x7fELF-one"), _container(b"\x7fELF-two!" * 3)
+    image = _pe({b".text": b"\x90" * 40, b".nv_fatb": first + bytes(24) + second + bytes(10)})
+    assert fatbin.is_pe(image[:2])
+    assert fatbin.containers(image) == first + second
+
+
+def test_a_dll_without_the_section_has_no_code_and_a_damaged_one_is_an_error():
+    assert fatbin.containers(_pe({b".text": b"\x90" * 40})) == b""
+    with pytest.raises(fatbin.FatbinError, match="byte 0x07 at section offset 24 is neither padding nor a fat binary"):
+        fatbin.containers(_pe({b".nv_fatb": _container(b"x" * 8) + b"\x07"}))
+    with pytest.raises(fatbin.FatbinError, match="gives a size past the section's end"):
+        fatbin.containers(_pe({b".nv_fatb": _container(b"x" * 8)[:-2]}))
+    with pytest.raises(fatbin.FatbinError, match="no PE signature at offset 64"):
+        fatbin.containers(b"MZ" + bytes(0x3A) + struct.pack("<I", 0x40) + b"NE\0\0" + bytes(64))
+    assert not fatbin.is_pe(b"\x7fELF")
+
+
+def test_the_evidence_line_names_a_platform_other_than_linux_x86_64():
+    from kb.site.reproduced import evidence
+
+    (cell,) = [c for c in lint.check([ROOT / "kb" / "entries"]).cells
+               if c.id == "lmdeploy-turbomind-windows-wheel-no-sm120-before-0-13"]
+    assert [s.platform for s in cell.entry.scans] == ["win_amd64", "manylinux_2_28_x86_64"]
+    windows, linux = evidence(cell).split("; lmdeploy ")
+    assert "lmdeploy 0.13.0 is the first scanned release with sm_120 code in the Windows wheels, 0.12.3" in windows
+    assert linux.startswith("0.13.0 is the first scanned release with sm_120 code, 0.12.3 the last without")

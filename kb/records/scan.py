@@ -109,11 +109,15 @@ class Scan(_Model):
     package: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=60)]
     library: Annotated[str, Field(max_length=200), AfterValidator(_library)]
     arch: Annotated[str, Field(pattern=r"^sm_12[01]$")]
-    # The wheel pip picks: for CPython `python` on Linux x86_64 with glibc up to `platform`'s.
-    platform: Annotated[str, Field(pattern=r"^manylinux_2_[0-9]+_x86_64$")]
+    # The wheel pip picks: for CPython `python` on Linux (x86_64 or aarch64) with glibc up to
+    # `platform`'s, or on 64-bit Windows (`win_amd64`, whose DLLs keep their CUDA code in a PE section).
+    platform: Annotated[str, Field(pattern=r"^(manylinux_2_[0-9]+_(x86_64|aarch64)|win_amd64)$")]
     python: Annotated[str, Field(pattern=r"^3\.[0-9]+$")]
     versions: list[Version_] = Field(min_length=2, max_length=20)
     tool: Install
+    # The newest final release with a wheel for `platform` on the package index when `kb repro
+    # --newest --write` last asked; a new one shows as a change to the entry, to be scanned.
+    newest: Version_ | None = None
     # None until `kb repro --write ID` records a scan (KB093 asks for it).
     found: Found | None = None
 

@@ -151,6 +151,10 @@ def main(args) -> int:
         print(f"kb repro: no valid entry {', '.join(map(repr, unknown))} in {entries}{why}", file=sys.stderr)
         return 2
     chosen = [cells[i] for i in args.ids] if args.ids else sorted(cells.values(), key=lambda c: c.id)
+    if getattr(args, "newest", False):
+        from kb.repro import newest
+
+        return newest.main(chosen, args.write)
     wheelhouse = Path(args.wheelhouse) if args.wheelhouse else None
     today = dt.date.today().isoformat()
     runs = [run_one(cell, i, repro, wheelhouse, args.timeout, today)

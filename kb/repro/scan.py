@@ -5,7 +5,8 @@ scan's Python and platform, into the per-user cache (`<cache>/blackwell-serving-
 a folder per release, filled beside and renamed into place like kb.repro.install's); with
 `--require-hashes` once the scan has recorded the wheel's sha256, so a replaced file is refused.
 Then each library matching the scan's glob is read out of the wheel into a temporary folder and
-listed with the pinned `cuobjdump --list-elf` and `--list-ptx`; the images are counted per
+listed with the pinned `cuobjdump --list-elf` and `--list-ptx` (a Windows DLL through its fat
+binaries, kb.repro.fatbin, since cuobjdump on Linux reads ELF files only); the images are counted per
 architecture (`images`). The result (kb.records.scan.Found) is compared with the recorded one.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from kb.records.reproduction import TOOL_VERSION
 from kb.records.scan import SCAN_TOOLS, Found, Library, Scan, Wheel, boundary, listing
-from kb.repro import install
+from kb.repro import fatbin, install
 
 TIMEOUT_S = 600.0
 # One line of `cuobjdump --list-elf` / `--list-ptx`: "ELF file    8: libbitsandbytes_cuda128.8.sm_120.cubin".
@@ -63,12 +64,16 @@ def _arch_key(arch: str) -> tuple[int, str]:
 
 
 def platforms(platform: str) -> list[str]:
-    """The platform tags a Linux x86_64 system with that glibc accepts, newest first, as pip's own
-    matching on such a system would (`--platform` takes each tag literally)."""
-    glibc = int(re.fullmatch(r"manylinux_2_([0-9]+)_x86_64", platform).group(1))
-    tags = [f"manylinux_2_{minor}_x86_64" for minor in range(glibc, 4, -1)]
-    legacy = {17: "manylinux2014_x86_64", 12: "manylinux2010_x86_64", 5: "manylinux1_x86_64"}
-    return tags + [tag for minor, tag in legacy.items() if minor <= glibc]
+    """The platform tags a system accepts, newest first, as pip's own matching on it would
+    (`--platform` takes each tag literally): for Linux, every manylinux tag of that glibc and older
+    (aarch64 has no manylinux1 or manylinux2010); for Windows, `win_amd64` alone."""
+    if platform == "win_amd64":
+        return [platform]
+    glibc, machine = re.fullmatch(r"manylinux_2_([0-9]+)_(x86_64|aarch64)", platform).groups()
+    tags = [f"manylinux_2_{minor}_{machine}" for minor in range(int(glibc), 4, -1)]
+    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+    return tags + [f"{tag}_{machine}" for minor, tag in legacy.items() if minor <= int(glibc)
+                   and (machine == "x86_64" or minor == 17)]
 
 
 def _wheel_folder(scan: Scan, version: str) -> Path:
@@ -159,8 +164,19 @@ def list_wheel(cuobjdump: Path, scan: Scan, version: str, path: Path, timeout: f
             library = Path(folder) / "library.so"
             with archive.open(name) as source, library.open("wb") as out:
                 shutil.copyfileobj(source, out)
-            found = {}
+            with library.open("rb") as file:
+                pe = fatbin.is_pe(file.read(2))
+            if pe:
+                # cuobjdump takes a Windows DLL for one without device code: list its fat binaries instead.
+                try:
+                    code = fatbin.containers(library.read_bytes())
+                except fatbin.FatbinError as exc:
+                    raise ScanError(f"{path.name}: {name}: {exc}") from None
+                library.write_bytes(code)
+            found = {"ELF": {}, "PTX": {}}
             for kind, option in (("ELF", "--list-elf"), ("PTX", "--list-ptx")):
+                if pe and not library.stat().st_size:
+                    continue  # a DLL without a .nv_fatb section holds no CUDA code
                 done = _run([str(cuobjdump), option, str(library)], timeout)
                 found[kind] = images(kind, done.stdout, done.stderr, done.returncode)
             libraries.append(Library(path=name, sass=found["ELF"], ptx=found["PTX"]))

@@ -68,6 +68,8 @@ def scans_block(scans) -> str:
         out.append(f"    platform: {_q(s.platform)}\n    python: {_q(s.python)}\n")
         out.append(f"    versions: [{', '.join(_q(v) for v in s.versions)}]\n")
         out.append(f"    tool: {{package: {_q(s.tool.package)}, version: {_q(s.tool.version)}}}\n")
+        if s.newest is not None:
+            out.append(f"    newest: {_q(s.newest)}\n")
         if s.found is None:
             continue
         f = s.found
@@ -175,4 +177,20 @@ def record_scans(scanned) -> list[str]:
                 new[index] = new[index].model_copy(update={"found": found})
         if changed:
             messages.append(_write(cell, new, "scans", changed))
+    return messages
+
+
+def record_newest(changed) -> list[str]:
+    """Set each scan's `newest` to the index's newest release (each file whole or not at all); the
+    messages. `changed` holds (cell, index, version) for the scans whose recorded one differs."""
+    messages = []
+    by_cell: dict[str, list] = {}
+    for item in changed:
+        by_cell.setdefault(item[0].id, []).append(item)
+    for done in by_cell.values():
+        cell = done[0][0]
+        new = list(cell.entry.scans)
+        for _, index, version in done:
+            new[index] = new[index].model_copy(update={"newest": version})
+        messages.append(_write(cell, new, "scans", [index for _, index, _ in done]))
     return messages

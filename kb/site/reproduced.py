@@ -61,8 +61,11 @@ def evidence(cell: Cell) -> str:
         parts = []
         for s in scanned:
             last, first = boundary(s)
-            has = f"{s.package} {first} is the first scanned release with {s.arch} code" if first else \
-                f"no scanned {s.package} release has {s.arch} code"
+            # Linux x86_64 goes unsaid, as the pages always did; another platform is named.
+            among = {"win_amd64": " in the Windows wheels"}.get(
+                s.platform, " in the Linux aarch64 wheels" if s.platform.endswith("_aarch64") else "")
+            has = f"{s.package} {first} is the first scanned release with {s.arch} code{among}" if first else \
+                f"no scanned {s.package} release has {s.arch} code{among}"
             parts.append(f"{has}{f', {last} the last without' if last else ''} "
                          f"(wheels read {s.found.date}; bwkb repro {cell.id} reads them again)")
         return "Read in the released wheels with cuobjdump: " + "; ".join(parts) + "."

@@ -1,0 +1,88 @@
+"""The CUDA code of a Windows DLL, for cuobjdump: the fat binaries of its `.nv_fatb` section.
+
+cuobjdump on Linux reads ELF files (x86_64 and aarch64 alike) but takes a Windows PE file (a
+`.dll` or `.pyd`) for one without device code ("does not contain device code"), which a scan
+would record as "no images". The Windows toolchain keeps the fat binaries in the PE section
+`.nv_fatb`, one container after another, each aligned with zero bytes between them; cuobjdump
+reads a file of those containers laid end to end (it stops at the padding, so it is left out).
+Handed on to kb.repro.scan, which lists the result like any library.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+# A fat binary container starts with this magic, then a 2-byte version, a 2-byte header size and
+# an 8-byte size of what follows the header (cuda's fatbinary.h, `fatBinaryHeader`).
+MAGIC = struct.pack("<I", 0xBA55ED50)
+SECTION = b".nv_fatb"
+# Padding runs reach megabytes: found with a regular expression, not a Python loop over bytes.
+_NONZERO = re.compile(rb"[^\0]")
+
+
+class FatbinError(Exception):
+    """A PE file whose CUDA section cannot be read; the message says where and what."""
+
+
+def is_pe(head: bytes) -> bool:
+    """Whether a file starting with `head` is a DOS or PE image ('MZ'); `containers` then checks
+    the PE signature."""
+    return head[:2] == b"MZ"
+
+
+def _section(data: bytes) -> bytes | None:
+    """The raw bytes of the `.nv_fatb` section, or None when the file has none."""
+    try:
+        return _find(data)
+    except struct.error:
+        raise FatbinError("its PE headers are cut off") from None
+
+
+def _find(data: bytes) -> bytes | None:
+    if len(data) < 0x40:
+        raise FatbinError("shorter than a DOS header")
+    pe = struct.unpack_from("<I", data, 0x3C)[0]
+    if data[pe:pe + 4] != b"PE\0\0":
+        raise FatbinError(f"no PE signature at offset {pe} (a DOS program, not a Windows DLL)")
+    count, = struct.unpack_from("<H", data, pe + 6)
+    optional, = struct.unpack_from("<H", data, pe + 20)
+    table = pe + 24 + optional
+    for n in range(count):
+        name, virtual, _, raw_size, raw_at = struct.unpack_from("<8sIIII", data, table + 40 * n)
+        if name.rstrip(b"\0") == SECTION:
+            # The raw size is rounded up to the file alignment; the virtual size is what the section holds.
+            size = min(virtual, raw_size) if virtual else raw_size
+            if raw_at + size > len(data):
+                raise FatbinError(f"section {SECTION.decode()} runs past the end of the file")
+            return data[raw_at:raw_at + size]
+    return None
+
+
+def containers(data: bytes) -> bytes:
+    """The fat binaries of a PE file's `.nv_fatb` section laid end to end, without the zero padding
+    between them; empty when the file has no such section (no CUDA code). Anything between the
+    containers other than zero bytes is an error, never skipped: a scan must not miss images."""
+    section = _section(data)
+    if section is None:
+        return b""
+    parts, at = [], 0
+    while at < len(section):
+        if section[at:at + 4] == MAGIC:
+            if at + 16 > len(section):
+                raise FatbinError(f"fat binary header at section offset {at} is cut off")
+            header, size = struct.unpack_from("<H", section, at + 6)[0], struct.unpack_from("<Q", section, at + 8)[0]
+            end = at + header + size
+            if header < 16:
+                raise FatbinError(f"fat binary at section offset {at} gives a header size of {header} (16 or more)")
+            if end > len(section):
+                raise FatbinError(f"fat binary at section offset {at} gives a size past the section's end")
+            parts.append(section[at:end])
+            at = end
+            continue
+        if section[at] != 0:
+            raise FatbinError(f"byte {section[at]:#04x} at section offset {at} is neither padding nor a fat binary")
+        nonzero = _NONZERO.search(section, at)
+        at = len(section) if nonzero is None else nonzero.start()
+    return b"".join(parts)
+
