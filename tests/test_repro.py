@@ -36,8 +36,10 @@ END_TO_END = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
 # (same notes, §2): a kernel of ours, or the released vLLM wheel's MLA decode kernel.
 TRITON = {"triton-getmmaversionsafe-compute-capability-not-supported-sm120",
           "triton-llvm-sm120-unrecognized-shfl-sync-cannot-select", "triton-ptxas-sm120-gpu-name-not-defined",
-          "triton-ptxas-sm121a-gpu-name-not-defined", "mla-decode-fp8-kv-triton-shared-memory"}
+          "triton-ptxas-sm121a-gpu-name-not-defined", "mla-decode-fp8-kv-triton-shared-memory",
+          "sglang-fused-moe-default-config-smem-147456-sm12x"}
 MLA = "mla-decode-fp8-kv-triton-shared-memory"
+MOE = "sglang-fused-moe-default-config-smem-147456-sm12x"
 
 
 @pytest.fixture(scope="module")
@@ -334,3 +336,50 @@ def test_a_killed_install_is_cleared_by_the_next_run_which_shows_its_progress(tm
     (wheel,) = wheel_install.REPRO_WHEELHOUSE.glob("*.whl")
     # pip's own line for the file it installs (downloading, it shows the size and a progress bar)
     assert any(line.startswith("Processing ") and f"/{wheel.name} " in line for line in said), said
+
+
+def test_the_sglang_moe_runs_compile_the_wheels_kernel_for_both_capabilities(cells):
+    """SGLang 0.5.12's fused-MoE kernel with its default fp8 config needs 147,456 bytes on capability
+    120 and 121 (the entry's number, compiled, not quoted), and one stage less fits the 101,376 limit."""
+    cell = next(c for c in cells if c.id == MOE)
+    runs = cell.entry.reproductions
+    assert [(r.kernel.package, r.kernel.version) for r in runs] == [("sglang", "0.5.12")] * 2
+    for r, capability in zip(runs, (120, 121)):
+        assert r.command().startswith(f"python triton_compile.py --capability={capability} --kernel=fused_moe_kernel ")
+        lines = r.printed.output.splitlines()
+        assert lines[0].endswith(f"capability {capability}, num_warps=8 num_stages=4: shared=147456")
+        assert lines[2].endswith("num_stages=3: shared=98304")
+        assert reproduction.shown(cell.entry, lines[1]) and not reproduction.shown(cell.entry, lines[2])
+    # each run says where its arguments come from, the first in full
+    assert "invoke_fused_moe_kernel" in runs[0].note and "capability 120 run above" in runs[1].note
+
+
+def _driver(monkeypatch):
+    """kb/repro/inputs/triton_compile.py loaded with a stand-in `triton` (the test environment has
+    none): only what the module touches when it loads, and MockTensor as Triton's own keeps a dtype."""
+    import importlib.util
+    import types
+
+    triton = types.ModuleType("triton")
+    language = types.ModuleType("triton.language")
+    language.constexpr = object
+    triton.jit = lambda fn: fn
+    triton.language = language
+    triton.runtime = types.SimpleNamespace(jit=types.SimpleNamespace(MockTensor=lambda dtype: ("tensor", dtype.name)))
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    monkeypatch.setitem(sys.modules, "triton.language", language)
+    spec = importlib.util.spec_from_file_location("triton_compile_driver", reproduction.INPUTS / "triton_compile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_driver_passes_a_number_as_that_integer(monkeypatch):
+    """A stride of 1 must reach Triton as 1: Triton specialises it as a constant, which makes a load
+    contiguous and pipelined through shared memory (SGLang's fused-MoE kernel needs 147,456 bytes with
+    its strides of 1 and 49,152 with every stride 4096)."""
+    driver = _driver(monkeypatch)
+    assert [driver.argument(kind) for kind in ("1", "0", "2816", "int", "none")] == [1, 0, 2816, 4096, None]
+    assert driver.argument("*fp8e4nv") == ("tensor", "float8_e4m3fn")
+    with pytest.raises(KeyError):
+        driver.argument("-1")

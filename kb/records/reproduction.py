@@ -60,6 +60,10 @@ def _line(value: str) -> str:
     return _schema()._literal(value)
 
 
+def _prose(value: str) -> str:
+    return _schema()._text(value)
+
+
 def _version(value: str) -> str:
     return _schema()._version(value)
 
@@ -123,7 +127,9 @@ class Install(_Model):
 class Run(_Model):
     tool: Literal[tuple(TOOLS)]
     input: Annotated[str, Field(max_length=80), AfterValidator(_input_name)]
-    args: list[Annotated[str, Field(max_length=400), AfterValidator(_option)]] = Field(min_length=1, max_length=8)
+    # 800: a triton driver's --args lists every runtime argument of an upstream kernel with its type or
+    # value (SGLang's fused_moe_kernel has 31, about 480 characters).
+    args: list[Annotated[str, Field(max_length=800), AfterValidator(_option)]] = Field(min_length=1, max_length=8)
 
 
 class Kernel(_Model):
@@ -148,6 +154,9 @@ class Reproduction(_Model):
     run: Run
     # Only for a triton run that compiles an upstream kernel (KB091 checks the pairing and the pin).
     kernel: Kernel | None = None
+    # Where options the input does not explain come from (an upstream kernel's arguments read in the
+    # wheel's caller, a shape taken from a study), so a reader can check them; the page shows it.
+    note: Annotated[str, Field(min_length=1, max_length=1200), AfterValidator(_prose)] | None = None
     # None until `kb repro --write ID` records a run (KB090 asks for it).
     printed: Printed | None = None
 

@@ -47,6 +47,8 @@ def block(reproductions: list[Reproduction]) -> str:
         if r.kernel is not None:
             k = r.kernel
             out.append(f"    kernel: {{package: {_q(k.package)}, version: {_q(k.version)}, path: {_q(k.path)}}}\n")
+        if r.note is not None:
+            out.append(f"    note: {_q(r.note)}\n")
         if r.printed is not None:
             p = r.printed
             out.append("    printed:\n")
