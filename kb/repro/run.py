@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.records.reproduction import INPUTS, TOOLS, VERSION_LINE, Printed, Reproduction, shown
-from kb.repro import install
+from kb.repro import debian, install
 
 TIMEOUT_S = 60.0
 
@@ -88,7 +88,8 @@ def run_one(cell, index: int, repro: Reproduction, wheelhouse: Path | None, time
             today: str) -> Ran:
     ran = Ran(cell, index, repro)
     try:
-        root = install.install(repro.install.package, repro.install.version, wheelhouse)
+        fetch = debian.install if repro.install.source == "debian" else install.install
+        root = fetch(repro.install.package, repro.install.version, wheelhouse)
     except install.InstallError as exc:
         ran.error = str(exc)
         return ran

@@ -42,7 +42,8 @@ def block(reproductions: list[Reproduction]) -> str:
     out = ["reproductions:\n"]
     for r in reproductions:
         args = ", ".join(_q(a) for a in r.run.args)
-        out.append(f"  - install: {{package: {_q(r.install.package)}, version: {_q(r.install.version)}}}\n")
+        source = f", source: {_q(r.install.source)}" if r.install.source != "pypi" else ""
+        out.append(f"  - install: {{package: {_q(r.install.package)}, version: {_q(r.install.version)}{source}}}\n")
         out.append(f"    run: {{tool: {_q(r.run.tool)}, input: {_q(r.run.input)}, args: [{args}]}}\n")
         if r.kernel is not None:
             k = r.kernel

@@ -36,7 +36,8 @@ def _recorded(cell: Cell) -> list[Reproduction]:
 
 def runs(cell: Cell) -> list[dict]:
     """The recorded runs as the entry page shows them (empty: the page shows no block)."""
-    return [{"install": f"{r.install.package}=={r.install.version}", "run": r.command(), "note": r.note,
+    return [{"install": r.install.pinned_as() + (" (Debian)" if r.install.source == "debian" else ""),
+             "run": r.command(), "note": r.note,
              "printed": r.printed, "lines": lines(cell.entry, r.printed.output)} for r in _recorded(cell)]
 
 
