@@ -37,7 +37,7 @@ END_TO_END = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
 TRITON = {"triton-getmmaversionsafe-compute-capability-not-supported-sm120",
           "triton-llvm-sm120-unrecognized-shfl-sync-cannot-select", "triton-ptxas-sm120-gpu-name-not-defined",
           "triton-ptxas-sm121a-gpu-name-not-defined", "mla-decode-fp8-kv-triton-shared-memory",
-          "sglang-fused-moe-default-config-smem-147456-sm12x"}
+          "sglang-fused-moe-default-config-smem-147456-sm12x", "triton-llvm-sm121a-unrecognized-shfl-sync-cannot-select-gb10"}
 MLA = "mla-decode-fp8-kv-triton-shared-memory"
 MOE = "sglang-fused-moe-default-config-smem-147456-sm12x"
 
