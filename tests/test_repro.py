@@ -74,6 +74,7 @@ def test_every_tool_version_is_the_pinned_release_and_in_the_entrys_ranges(cells
         assert version and version.group(1) == r.install.upstream(), (cell.id, i, r.printed.tool_version)
         if r.kernel is not None:
             assert (r.kernel.package, r.kernel.version) in pins, (cell.id, i)
+        assert all((n.package, n.version) in pins for n in r.needs), (cell.id, i)
         assert (reproduction.INPUTS / r.run.input).is_file()
         for component in cell.entry.components:
             if component.affected and component.package in reproduction.TOOL_COMPONENTS[r.install.package]:
@@ -383,3 +384,44 @@ def test_the_driver_passes_a_number_as_that_integer(monkeypatch):
     assert driver.argument("*fp8e4nv") == ("tensor", "float8_e4m3fn")
     with pytest.raises(KeyError):
         driver.argument("-1")
+
+
+CUTE = "cute-dsl-tcgen05-mma-arch-operror-sm12x"
+
+
+def test_the_cute_dsl_runs_raise_the_operror_for_both_targets(cells):
+    """nvidia-cutlass-dsl 4.2.0 (cutlass#2802's release), its import's releases beside it, refuses the
+    tcgen05 MMA op for sm_121a with the entry's first literal verbatim, and for sm_120a the same way."""
+    cell = next(c for c in cells if c.id == CUTE)
+    runs = cell.entry.reproductions
+    assert [r.command() for r in runs] == [f"python cute_dsl_op.py --arch={a} --op=tcgen05-f16bf16"
+                                           for a in ("sm_121a", "sm_120a")]
+    assert {n.package for r in runs for n in r.needs} == {"cuda-bindings", "cuda-pathfinder", "numpy"}
+    assert runs[0].printed.output.splitlines()[0] == cell.entry.signatures[0].text
+    assert runs[1].printed.output.splitlines()[0].endswith("but got sm_120a")
+    assert "\x1b" not in runs[0].printed.output  # the DSL's colours are not recorded
+
+
+@pytest.mark.parametrize("old, new, loc, says", [
+    ('{package: "numpy", version: "2.4.6"}', '{package: "numpy", version: "2.4.5"}', "reproductions[0].needs[2]",
+     "numpy==2.4.5 is not pinned in kb/repro/tools.lock"),
+    ('{package: "numpy", version: "2.4.6"}', '{package: "numpy", version: "2.4.6", source: "debian"}',
+     "reproductions[0].needs[2]", "only a PyPI release can be put beside a driven tool"),
+    ('"--arch=sm_121a"', '"--arch=/tmp/x"', "reproductions[0].run.args[0]", "a cute-dsl argument must be"),
+])
+def test_a_bad_cute_dsl_reproduction_names_its_field(tmp_path, cells, old, new, loc, says):
+    cell = next(c for c in cells if c.id == CUTE)
+    text = cell.path.read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / cell.path.name).write_text(text.replace(old, new, 1), encoding="utf-8")
+    found = [p for p in lint.check([tmp_path]).problems if p.code == "KB091"]
+    assert [p.loc for p in found if says in p.message] == [loc], [p.format() for p in found]
+
+
+def test_the_writer_quotes_a_character_beyond_the_bmp_so_yaml_reads_it_back():
+    import yaml
+
+    text = "OpError: x\n\n\U0001f4a1 Suggestions:\n caf\u00e9 \"q\" \\ \t\n"
+    quoted = write._q(text)
+    assert quoted.isascii() and "\\U0001f4a1" in quoted and "\\ud83d" not in quoted
+    assert yaml.safe_load(quoted) == text

@@ -37,17 +37,22 @@ INPUTS = REPRO / "inputs"
 # is an executable (a cu12 wheel keeps it under nvidia/cuda_nvcc/bin/, a 13.x one under nvidia/cu13/bin/);
 # triton is a package, run as `python DRIVER.py` with the release on sys.path; nvcc is the driver
 # binary in Debian's nvidia-cuda-toolkit (its /usr/bin/nvcc is a script calling that absolute path).
-TOOLS = {"ptxas": "nvidia/*/bin/ptxas", "triton": "triton/__init__.py", "nvcc": "usr/lib/nvidia-cuda-toolkit/bin/nvcc"}
+TOOLS = {"ptxas": "nvidia/*/bin/ptxas", "triton": "triton/__init__.py", "nvcc": "usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+         "cute-dsl": "nvidia_cutlass_dsl/python_packages/cutlass/__init__.py"}
+# The tools run as `python DRIVER.py` with their release (and its `needs`) on PYTHONPATH.
+DRIVEN = ("triton", "cute-dsl")
 # The input each tool reads: a PTX file for ptxas, a Python driver for triton, a CUDA file for nvcc.
-INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu"}
+INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu", "cute-dsl": ".py"}
 # The entry components a tool package is a release of: a reproduction's version is checked against
 # their `affected` range (KB091).
 TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit"),
-                   "triton": ("triton",), "nvidia-cuda-toolkit": ("cuda", "cuda-toolkit")}
+                   "triton": ("triton",), "nvidia-cuda-toolkit": ("cuda", "cuda-toolkit"),
+                   "nvidia-cutlass-dsl": ("nvidia-cutlass-dsl",)}
 # The version line each tool prints: `ptxas --version` on its last-but-one line "Cuda compilation tools,
 # release 12.8, V12.8.93"; the triton driver's `--version` "triton 3.7.0".
 TOOL_VERSION = re.compile(r"\bV([0-9]+(?:\.[0-9]+)+)\b")
-VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$"), "nvcc": TOOL_VERSION}
+VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$"), "nvcc": TOOL_VERSION,
+                "cute-dsl": re.compile(r"^nvidia-cutlass-dsl ([0-9]+(?:\.[0-9]+)+)$")}
 
 
 def _schema():
@@ -98,13 +103,16 @@ OPTION = {"ptxas": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?"),
           # --kernel-file is kb repro's to add (the unpacked wheel's file), never the record's
           "triton": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:*/-]+"),
           # nvcc's -gencode values hold '=' and brackets (arch=compute_120a,code=[compute_120a,sm_120a]), never '/'
-          "nvcc": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,=\[\]-]+)?")}
+          "nvcc": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,=\[\]-]+)?"),
+          "cute-dsl": re.compile(r"--[a-z][a-z0-9-]*=[A-Za-z0-9_.-]+")}
 OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, optionally '=value' of letters, digits "
                         "and . , _ -)",
                "triton": "one driver option such as '--capability=120' or '--args=x:*fp32,n:int' (two dashes, a "
                          "name, '=value' of letters, digits and . , _ : * / -)",
                "nvcc": "one option such as '-gencode=arch=compute_120a,code=sm_120a' (a dash, a name, optionally "
-                       "'=value' of letters, digits and . , _ = [ ] -)"}
+                       "'=value' of letters, digits and . , _ = [ ] -)",
+               "cute-dsl": "one driver option such as '--arch=sm_121a' (two dashes, a name, '=value' of letters, "
+                           "digits and . _ -)"}
 
 
 def _option(value: str) -> str:
@@ -184,6 +192,9 @@ class Reproduction(_Model):
     run: Run
     # Only for a triton run that compiles an upstream kernel (KB091 checks the pairing and the pin).
     kernel: Kernel | None = None
+    # Releases a driven tool's import needs (nvidia-cutlass-dsl: numpy, cuda-bindings), each pinned in
+    # tools.lock and installed into its own cache folder like the tool, then put beside it on PYTHONPATH.
+    needs: list[Install] = Field(default_factory=list, max_length=8)
     # Where options the input does not explain come from (an upstream kernel's arguments read in the
     # wheel's caller, a shape taken from a study), so a reader can check them; the page shows it.
     note: Annotated[str, Field(min_length=1, max_length=1200), AfterValidator(_prose)] | None = None
@@ -192,7 +203,7 @@ class Reproduction(_Model):
 
     def command(self) -> str:
         """What `kb repro` runs, as a reader would type it in the input's folder."""
-        if self.run.tool == "triton":
+        if self.run.tool in DRIVEN:
             kernel = [f"--kernel-file=<{self.kernel.package} {self.kernel.version} wheel>/{self.kernel.path}"] \
                 if self.kernel else []
             return " ".join(["python", self.run.input, *self.run.args, *kernel])
@@ -298,7 +309,14 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
         if kernel is not None and repro.run.tool != "triton":
             report(at + ("kernel",), "only a triton run compiles a kernel from a wheel: remove `kernel`", "KB091",
                    kernel.package)
-        elif kernel is not None and (kernel.package, kernel.version) not in pins:
+        for k, need in enumerate(repro.needs):
+            if repro.run.tool not in DRIVEN or need.source != "pypi":
+                report(at + ("needs", k), f"only a PyPI release can be put beside a driven tool ({', '.join(DRIVEN)}): "
+                       "remove it, or make the tool one of those", "KB091", need.package)
+            elif (need.package, need.version) not in pins:
+                report(at + ("needs", k), f"{need.package}=={need.version} is not pinned in kb/repro/tools.lock: add "
+                       "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{need.package}=={need.version}")
+        if kernel is not None and (kernel.package, kernel.version) not in pins and repro.run.tool == "triton":
             report(at + ("kernel",), f"{kernel.package}=={kernel.version} is not pinned in kb/repro/tools.lock: add "
                    "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{kernel.package}=={kernel.version}")
         for j, component in enumerate(cell.entry.components):

@@ -22,8 +22,10 @@ _TOP_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\s*:")
 
 
 def _q(value: str) -> str:
-    """A YAML double-quoted scalar (JSON's string form is one)."""
-    return json.dumps(value, ensure_ascii=True)
+    """A YAML double-quoted scalar, in ASCII: JSON's string form, except that a character beyond the
+    BMP (a tool's emoji) is written \\UXXXXXXXX, since YAML reads no surrogate pair, which JSON writes."""
+    return "".join(c if ord(c) < 127 else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                   for c in json.dumps(value, ensure_ascii=False))
 
 
 def _output(text: str, indent: str) -> str:
@@ -48,6 +50,9 @@ def block(reproductions: list[Reproduction]) -> str:
         if r.kernel is not None:
             k = r.kernel
             out.append(f"    kernel: {{package: {_q(k.package)}, version: {_q(k.version)}, path: {_q(k.path)}}}\n")
+        if r.needs:
+            needs = ", ".join(f"{{package: {_q(n.package)}, version: {_q(n.version)}}}" for n in r.needs)
+            out.append(f"    needs: [{needs}]\n")
         if r.note is not None:
             out.append(f"    note: {_q(r.note)}\n")
         if r.printed is not None:

@@ -36,7 +36,8 @@ def _recorded(cell: Cell) -> list[Reproduction]:
 
 def runs(cell: Cell) -> list[dict]:
     """The recorded runs as the entry page shows them (empty: the page shows no block)."""
-    return [{"install": r.install.pinned_as() + (" (Debian)" if r.install.source == "debian" else ""),
+    return [{"install": r.install.pinned_as() + (" (Debian)" if r.install.source == "debian" else "")
+             + (" with " + ", ".join(n.pinned_as() for n in r.needs) if r.needs else ""),
              "run": r.command(), "note": r.note,
              "printed": r.printed, "lines": lines(cell.entry, r.printed.output)} for r in _recorded(cell)]
 
