@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from kb.records.reproduction import DEBIAN_LOCK, debian_pins
-from kb.repro.install import InstallError, folder, partial_folder
+from kb.repro.install import InstallError, folder, partial_folder, placed
 
 APT_SOURCES = Path("/etc/apt")
 OS_RELEASE = Path("/etc/os-release")
@@ -113,12 +113,7 @@ def install(package: str, version: str, wheelhouse: Path | None = None, timeout:
                               timeout=timeout)
         if done.returncode != 0:
             raise InstallError(f"dpkg-deb could not unpack {deb.name}: {done.stderr.strip() or done.returncode}")
-        try:
-            os.rename(release, target)
-        except OSError:
-            if not target.is_dir():  # another run put it in place first: use that one
-                raise
-        return target
+        return placed(release, target)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InstallError(f"fetching {package}={version} failed: {exc}") from None
     finally:
