@@ -36,8 +36,10 @@ END_TO_END = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
 # (same notes, §2): a kernel of ours, or the released vLLM wheel's MLA decode kernel.
 TRITON = {"triton-getmmaversionsafe-compute-capability-not-supported-sm120",
           "triton-llvm-sm120-unrecognized-shfl-sync-cannot-select", "triton-ptxas-sm120-gpu-name-not-defined",
-          "triton-ptxas-sm121a-gpu-name-not-defined", "mla-decode-fp8-kv-triton-shared-memory"}
+          "triton-ptxas-sm121a-gpu-name-not-defined", "mla-decode-fp8-kv-triton-shared-memory",
+          "sglang-fused-moe-default-config-smem-147456-sm12x", "triton-llvm-sm121a-unrecognized-shfl-sync-cannot-select-gb10"}
 MLA = "mla-decode-fp8-kv-triton-shared-memory"
+MOE = "sglang-fused-moe-default-config-smem-147456-sm12x"
 
 
 @pytest.fixture(scope="module")
@@ -65,17 +67,18 @@ def test_every_recorded_output_shows_its_entrys_literal(cells):
 
 
 def test_every_tool_version_is_the_pinned_release_and_in_the_entrys_ranges(cells):
-    pins = reproduction.locked()
+    pins, debs = reproduction.locked(), reproduction.debian_pins()
     for cell, i, r in _reproductions(cells):
-        assert (r.install.package, r.install.version) in pins, (cell.id, i)
+        assert (r.install.package, r.install.version) in (debs if r.install.source == "debian" else pins), (cell.id, i)
         version = reproduction.VERSION_LINE[r.run.tool].search(r.printed.tool_version)
-        assert version and version.group(1) == r.install.version, (cell.id, i, r.printed.tool_version)
+        assert version and version.group(1) == r.install.upstream(), (cell.id, i, r.printed.tool_version)
         if r.kernel is not None:
             assert (r.kernel.package, r.kernel.version) in pins, (cell.id, i)
+        assert all((n.package, n.version) in pins for n in r.needs), (cell.id, i)
         assert (reproduction.INPUTS / r.run.input).is_file()
         for component in cell.entry.components:
             if component.affected and component.package in reproduction.TOOL_COMPONENTS[r.install.package]:
-                assert SpecifierSet(component.affected).contains(r.install.version, prereleases=True), (cell.id, i)
+                assert SpecifierSet(component.affected).contains(r.install.upstream(), prereleases=True), (cell.id, i)
     problems = lint.check([ENTRIES]).problems
     assert [p.format() for p in problems if p.code in ("KB090", "KB091")] == []
 
@@ -334,3 +337,91 @@ def test_a_killed_install_is_cleared_by_the_next_run_which_shows_its_progress(tm
     (wheel,) = wheel_install.REPRO_WHEELHOUSE.glob("*.whl")
     # pip's own line for the file it installs (downloading, it shows the size and a progress bar)
     assert any(line.startswith("Processing ") and f"/{wheel.name} " in line for line in said), said
+
+
+def test_the_sglang_moe_runs_compile_the_wheels_kernel_for_both_capabilities(cells):
+    """SGLang 0.5.12's fused-MoE kernel with its default fp8 config needs 147,456 bytes on capability
+    120 and 121 (the entry's number, compiled, not quoted), and one stage less fits the 101,376 limit."""
+    cell = next(c for c in cells if c.id == MOE)
+    runs = cell.entry.reproductions
+    assert [(r.kernel.package, r.kernel.version) for r in runs] == [("sglang", "0.5.12")] * 2
+    for r, capability in zip(runs, (120, 121)):
+        assert r.command().startswith(f"python triton_compile.py --capability={capability} --kernel=fused_moe_kernel ")
+        lines = r.printed.output.splitlines()
+        assert lines[0].endswith(f"capability {capability}, num_warps=8 num_stages=4: shared=147456")
+        assert lines[2].endswith("num_stages=3: shared=98304")
+        assert reproduction.shown(cell.entry, lines[1]) and not reproduction.shown(cell.entry, lines[2])
+    # each run says where its arguments come from, the first in full
+    assert "invoke_fused_moe_kernel" in runs[0].note and "capability 120 run above" in runs[1].note
+
+
+def _driver(monkeypatch):
+    """kb/repro/inputs/triton_compile.py loaded with a stand-in `triton` (the test environment has
+    none): only what the module touches when it loads, and MockTensor as Triton's own keeps a dtype."""
+    import importlib.util
+    import types
+
+    triton = types.ModuleType("triton")
+    language = types.ModuleType("triton.language")
+    language.constexpr = object
+    triton.jit = lambda fn: fn
+    triton.language = language
+    triton.runtime = types.SimpleNamespace(jit=types.SimpleNamespace(MockTensor=lambda dtype: ("tensor", dtype.name)))
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    monkeypatch.setitem(sys.modules, "triton.language", language)
+    spec = importlib.util.spec_from_file_location("triton_compile_driver", reproduction.INPUTS / "triton_compile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_driver_passes_a_number_as_that_integer(monkeypatch):
+    """A stride of 1 must reach Triton as 1: Triton specialises it as a constant, which makes a load
+    contiguous and pipelined through shared memory (SGLang's fused-MoE kernel needs 147,456 bytes with
+    its strides of 1 and 49,152 with every stride 4096)."""
+    driver = _driver(monkeypatch)
+    assert [driver.argument(kind) for kind in ("1", "0", "2816", "int", "none")] == [1, 0, 2816, 4096, None]
+    assert driver.argument("*fp8e4nv") == ("tensor", "float8_e4m3fn")
+    with pytest.raises(KeyError):
+        driver.argument("-1")
+
+
+CUTE = "cute-dsl-tcgen05-mma-arch-operror-sm12x"
+
+
+def test_the_cute_dsl_runs_raise_the_operror_for_both_targets(cells):
+    """nvidia-cutlass-dsl 4.2.0 (cutlass#2802's release), its import's releases beside it, refuses the
+    tcgen05 MMA op for sm_121a with the entry's first literal verbatim, and for sm_120a the same way."""
+    cell = next(c for c in cells if c.id == CUTE)
+    runs = cell.entry.reproductions
+    assert [r.command() for r in runs] == [f"python cute_dsl_op.py --arch={a} --op=tcgen05-f16bf16"
+                                           for a in ("sm_121a", "sm_120a")]
+    assert {n.package for r in runs for n in r.needs} == {"cuda-bindings", "cuda-pathfinder", "numpy"}
+    assert runs[0].printed.output.splitlines()[0] == cell.entry.signatures[0].text
+    assert runs[1].printed.output.splitlines()[0].endswith("but got sm_120a")
+    assert "\x1b" not in runs[0].printed.output  # the DSL's colours are not recorded
+
+
+@pytest.mark.parametrize("old, new, loc, says", [
+    ('{package: "numpy", version: "2.4.6"}', '{package: "numpy", version: "2.4.5"}', "reproductions[0].needs[2]",
+     "numpy==2.4.5 is not pinned in kb/repro/tools.lock"),
+    ('{package: "numpy", version: "2.4.6"}', '{package: "numpy", version: "2.4.6", source: "debian"}',
+     "reproductions[0].needs[2]", "only a PyPI release can be put beside a driven tool"),
+    ('"--arch=sm_121a"', '"--arch=/tmp/x"', "reproductions[0].run.args[0]", "a cute-dsl argument must be"),
+])
+def test_a_bad_cute_dsl_reproduction_names_its_field(tmp_path, cells, old, new, loc, says):
+    cell = next(c for c in cells if c.id == CUTE)
+    text = cell.path.read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / cell.path.name).write_text(text.replace(old, new, 1), encoding="utf-8")
+    found = [p for p in lint.check([tmp_path]).problems if p.code == "KB091"]
+    assert [p.loc for p in found if says in p.message] == [loc], [p.format() for p in found]
+
+
+def test_the_writer_quotes_a_character_beyond_the_bmp_so_yaml_reads_it_back():
+    import yaml
+
+    text = "OpError: x\n\n\U0001f4a1 Suggestions:\n caf\u00e9 \"q\" \\ \t\n"
+    quoted = write._q(text)
+    assert quoted.isascii() and "\\U0001f4a1" in quoted and "\\ud83d" not in quoted
+    assert yaml.safe_load(quoted) == text

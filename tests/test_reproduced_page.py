@@ -10,6 +10,8 @@ from html_page import Page
 
 # A live entry whose recorded ptxas output prints one of its signatures verbatim on each of its two lines.
 REPRODUCED = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
+# A live entry whose Triton runs compile an upstream kernel: each says where its arguments come from.
+NOTED = "sglang-fused-moe-default-config-smem-147456-sm12x"
 
 
 def _showing(api: dict, lines: list[str]) -> list[int]:
@@ -61,9 +63,22 @@ def test_the_api_and_osv_records_carry_the_reproduction(live_site):
     assert shown["install"] == f"{recorded['install']['package']}=={recorded['install']['version']}"
     assert shown["run"] == " ".join([recorded["run"]["tool"], *recorded["run"]["args"], recorded["run"]["input"]])
     assert {k: shown[k] for k in ("tool_version", "date", "machine", "exit", "output")} == recorded["printed"]
+    assert shown["note"] is None and "note" not in recorded
     assert shown["literal_lines"] == _showing(api, lines) == [1, 2]
     osv = json.loads((live_site / "osv" / f"{REPRODUCED}.json").read_text(encoding="utf-8"))
     assert osv["database_specific"]["reproductions"] == api["reproduced"]
+
+
+def test_a_runs_note_is_shown_with_it_on_the_page_and_in_the_api(live_site):
+    api = _api(live_site, NOTED)
+    recorded = api["record"]["reproductions"]
+    assert len(recorded) == 2 and all(r["note"] for r in recorded)
+    assert [r["note"] for r in api["reproduced"]] == [r["note"] for r in recorded]
+    runs = _page(live_site, api).select("ul.kb-repro")
+    assert [f"Where the options come from: {r['note']}" in run.inner_text() for r, run in zip(recorded, runs)] \
+        == [True, True]
+    plain = _page(live_site, _api(live_site, REPRODUCED)).select_one("ul.kb-repro")
+    assert "Where the options come from" not in plain.inner_text()
 
 
 def test_only_entries_with_a_recorded_reproduction_show_the_block(live_site):

@@ -233,7 +233,7 @@ REPRO_ENTRY = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"  # ptxas 12.8.93 f
 
 
 def test_the_wheel_carries_what_repro_installs_and_runs(installed):
-    """kb/repro/tools.lock and every input travel in the wheel, byte for byte."""
+    """kb/repro/tools.lock, debian.lock and every input travel in the wheel, byte for byte."""
     python = str(installed["bin"] / "python")
     done = run(installed, python, "-I", "-c", "import kb.repro, pathlib; print(pathlib.Path(kb.repro.__file__).parent)")
     assert done.returncode == 0, done.stderr.decode()
@@ -243,7 +243,7 @@ def test_the_wheel_carries_what_repro_installs_and_runs(installed):
     # pip compiles the driver script it installs (__pycache__), and an import here may have too
     inputs = sorted(p.name for p in (source / "inputs").iterdir() if p.name != "__pycache__")
     assert inputs and sorted(p.name for p in (shipped / "inputs").iterdir() if p.name != "__pycache__") == inputs
-    for name in ["tools.lock", *(f"inputs/{n}" for n in inputs)]:
+    for name in ["tools.lock", "debian.lock", *(f"inputs/{n}" for n in inputs)]:
         assert (shipped / name).read_bytes() == (source / name).read_bytes(), name
 
 

@@ -28,22 +28,31 @@ from kb.records.problems import MISSING, Problem
 
 REPRO = Path(__file__).resolve().parent.parent / "repro"  # the lock and the inputs, in the checkout or the wheel
 LOCK = REPRO / "tools.lock"
+# The Debian packages a reproduction may install (kb.repro.debian): one line each,
+# "SUITE COMPONENT PACKAGE=VERSION ARCHITECTURE SHA256", the hash as the suite's Packages index lists it.
+DEBIAN_LOCK = REPRO / "debian.lock"
 INPUTS = REPRO / "inputs"
 
 # The tools a reproduction can run, and the file that shows the release pip installed holds it: ptxas
 # is an executable (a cu12 wheel keeps it under nvidia/cuda_nvcc/bin/, a 13.x one under nvidia/cu13/bin/);
-# triton is a package, run as `python DRIVER.py` with the release on sys.path.
-TOOLS = {"ptxas": "nvidia/*/bin/ptxas", "triton": "triton/__init__.py"}
-# The input each tool reads: a PTX file for ptxas, a Python driver for triton.
-INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py"}
+# triton is a package, run as `python DRIVER.py` with the release on sys.path; nvcc is the driver
+# binary in Debian's nvidia-cuda-toolkit (its /usr/bin/nvcc is a script calling that absolute path).
+TOOLS = {"ptxas": "nvidia/*/bin/ptxas", "triton": "triton/__init__.py", "nvcc": "usr/lib/nvidia-cuda-toolkit/bin/nvcc",
+         "cute-dsl": "nvidia_cutlass_dsl/python_packages/cutlass/__init__.py"}
+# The tools run as `python DRIVER.py` with their release (and its `needs`) on PYTHONPATH.
+DRIVEN = ("triton", "cute-dsl")
+# The input each tool reads: a PTX file for ptxas, a Python driver for triton, a CUDA file for nvcc.
+INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu", "cute-dsl": ".py"}
 # The entry components a tool package is a release of: a reproduction's version is checked against
 # their `affected` range (KB091).
 TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit"),
-                   "triton": ("triton",)}
+                   "triton": ("triton",), "nvidia-cuda-toolkit": ("cuda", "cuda-toolkit"),
+                   "nvidia-cutlass-dsl": ("nvidia-cutlass-dsl",)}
 # The version line each tool prints: `ptxas --version` on its last-but-one line "Cuda compilation tools,
 # release 12.8, V12.8.93"; the triton driver's `--version` "triton 3.7.0".
 TOOL_VERSION = re.compile(r"\bV([0-9]+(?:\.[0-9]+)+)\b")
-VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$")}
+VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$"), "nvcc": TOOL_VERSION,
+                "cute-dsl": re.compile(r"^nvidia-cutlass-dsl ([0-9]+(?:\.[0-9]+)+)$")}
 
 
 def _schema():
@@ -58,6 +67,10 @@ def _fail(code: str, message: str, **ctx):
 
 def _line(value: str) -> str:
     return _schema()._literal(value)
+
+
+def _prose(value: str) -> str:
+    return _schema()._text(value)
 
 
 def _version(value: str) -> str:
@@ -76,9 +89,9 @@ def _output(value: str) -> str:
 
 
 def _input_name(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*\.(ptx|py)", value):
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*\.(ptx|py|cu)", value):
         _fail("KB024", "must be the name of a file in kb/repro/inputs/, lowercase words, digits, '.', '-' and '_', "
-              "ending in .ptx (ptxas) or .py (a triton driver), no folder")
+              "ending in .ptx (ptxas), .py (a triton driver) or .cu (nvcc), no folder")
     return value
 
 
@@ -88,16 +101,24 @@ def _input_name(value: str) -> str:
 # writes nothing but its own temporary files.
 OPTION = {"ptxas": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?"),
           # --kernel-file is kb repro's to add (the unpacked wheel's file), never the record's
-          "triton": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:*/-]+")}
+          "triton": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:*/-]+"),
+          # nvcc's -gencode values hold '=' and brackets (arch=compute_120a,code=[compute_120a,sm_120a]), never '/'
+          "nvcc": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,=\[\]-]+)?"),
+          "cute-dsl": re.compile(r"--[a-z][a-z0-9-]*=[A-Za-z0-9_.-]+")}
 OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, optionally '=value' of letters, digits "
                         "and . , _ -)",
                "triton": "one driver option such as '--capability=120' or '--args=x:*fp32,n:int' (two dashes, a "
-                         "name, '=value' of letters, digits and . , _ : * / -)"}
+                         "name, '=value' of letters, digits and . , _ : * / -)",
+               "nvcc": "one option such as '-gencode=arch=compute_120a,code=sm_120a' (a dash, a name, optionally "
+                       "'=value' of letters, digits and . , _ = [ ] -)",
+               "cute-dsl": "one driver option such as '--arch=sm_121a' (two dashes, a name, '=value' of letters, "
+                           "digits and . _ -)"}
 
 
 def _option(value: str) -> str:
     if not any(pattern.fullmatch(value) for pattern in OPTION.values()):
-        _fail("KB024", f"must be {OPTION_FORM['ptxas']} or {OPTION_FORM['triton']}; the input file is added by kb repro")
+        _fail("KB024", f"must be {OPTION_FORM['ptxas']}, {OPTION_FORM['triton']} or {OPTION_FORM['nvcc']}; the input "
+              "file is added by kb repro")
     return value
 
 
@@ -115,15 +136,38 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+def _release(value: str) -> str:
+    """A PyPI release's PEP 440 version or a Debian package's version ('11.8.89~11.8.0-5~deb12u1');
+    which one the source asks for, KB091 checks."""
+    if not re.fullmatch(r"(?:[0-9]+:)?[0-9][A-Za-z0-9.+~-]*", value):
+        _fail("KB035", "is not a release version such as '12.8.93' (PyPI) or '11.8.89~11.8.0-5~deb12u1' (Debian)")
+    return value
+
+
 class Install(_Model):
-    package: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=60)]
-    version: Annotated[str, Field(max_length=60), AfterValidator(_version)]
+    package: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._+-]*$", max_length=60)]
+    version: Annotated[str, Field(max_length=60), AfterValidator(_release)]
+    # pypi: a release pinned in tools.lock, installed by pip; debian: a package pinned in debian.lock,
+    # fetched by apt-get download and unpacked (kb.repro.debian)
+    source: Literal["pypi", "debian"] = "pypi"
+
+    def upstream(self) -> str:
+        """The tool's own version: a Debian version's upstream part ('11.8.89' of
+        '11.8.89~11.8.0-5~deb12u1', no epoch, no Debian revision), else the PyPI version."""
+        if self.source == "pypi":
+            return self.version
+        return re.split(r"[~-]", self.version.split(":", 1)[-1])[0]
+
+    def pinned_as(self) -> str:
+        return f"{self.package}={self.version}" if self.source == "debian" else f"{self.package}=={self.version}"
 
 
 class Run(_Model):
     tool: Literal[tuple(TOOLS)]
     input: Annotated[str, Field(max_length=80), AfterValidator(_input_name)]
-    args: list[Annotated[str, Field(max_length=400), AfterValidator(_option)]] = Field(min_length=1, max_length=8)
+    # 800: a triton driver's --args lists every runtime argument of an upstream kernel with its type or
+    # value (SGLang's fused_moe_kernel has 31, about 480 characters).
+    args: list[Annotated[str, Field(max_length=800), AfterValidator(_option)]] = Field(min_length=1, max_length=8)
 
 
 class Kernel(_Model):
@@ -148,12 +192,18 @@ class Reproduction(_Model):
     run: Run
     # Only for a triton run that compiles an upstream kernel (KB091 checks the pairing and the pin).
     kernel: Kernel | None = None
+    # Releases a driven tool's import needs (nvidia-cutlass-dsl: numpy, cuda-bindings), each pinned in
+    # tools.lock and installed into its own cache folder like the tool, then put beside it on PYTHONPATH.
+    needs: list[Install] = Field(default_factory=list, max_length=8)
+    # Where options the input does not explain come from (an upstream kernel's arguments read in the
+    # wheel's caller, a shape taken from a study), so a reader can check them; the page shows it.
+    note: Annotated[str, Field(min_length=1, max_length=1200), AfterValidator(_prose)] | None = None
     # None until `kb repro --write ID` records a run (KB090 asks for it).
     printed: Printed | None = None
 
     def command(self) -> str:
         """What `kb repro` runs, as a reader would type it in the input's folder."""
-        if self.run.tool == "triton":
+        if self.run.tool in DRIVEN:
             kernel = [f"--kernel-file=<{self.kernel.package} {self.kernel.version} wheel>/{self.kernel.path}"] \
                 if self.kernel else []
             return " ".join(["python", self.run.input, *self.run.args, *kernel])
@@ -176,6 +226,26 @@ def shown(entry, output: str) -> list[int]:
     return found
 
 
+class DebianPin(BaseModel):
+    suite: str
+    component: str
+    architecture: str
+    sha256: str
+
+
+def debian_pins(path: Path | None = None) -> dict[tuple[str, str], DebianPin]:
+    """(package, version) -> where and what kb/repro/debian.lock pins; a malformed line is skipped
+    here and named by KB091 when a reproduction asks for it."""
+    path = DEBIAN_LOCK if path is None else path
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    out = {}
+    for found in re.finditer(r"^([a-z-]+) ([a-z-]+) ([a-z0-9][a-z0-9.+-]*)=(\S+) ([a-z0-9]+) ([0-9a-f]{64})$", text, re.M):
+        suite, component, package, version, architecture, digest = found.groups()
+        out[(package, version)] = DebianPin(suite=suite, component=component, architecture=architecture,
+                                            sha256=digest)
+    return out
+
+
 def locked() -> set[tuple[str, str]]:
     """(package, version) of every release kb/repro/tools.lock pins."""
     if not LOCK.is_file():
@@ -187,6 +257,14 @@ def locked() -> set[tuple[str, str]]:
 def _printed_version(tool: str, printed: Printed) -> str | None:
     found = VERSION_LINE[tool].search(printed.tool_version)
     return found.group(1) if found else None
+
+
+def _pep440(value: str) -> bool:
+    try:
+        Version(value)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def _same(a: str, b: str) -> bool:
@@ -207,7 +285,14 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
     for i, repro in enumerate(cell.entry.reproductions):
         at = ("reproductions", i)
         install = repro.install
-        if (install.package, install.version) not in pins:
+        if install.source == "debian" and (install.package, install.version) not in debian_pins():
+            report(at + ("install",), f"{install.pinned_as()} is not pinned in kb/repro/debian.lock: add its line "
+                   "(suite, component, package=version, architecture, the sha256 of the suite's Packages index)",
+                   "KB091", install.pinned_as())
+        elif install.source == "pypi" and not _pep440(install.version):
+            report(at + ("install", "version"), "a PyPI release's version must be PEP 440, such as '12.8.93'", "KB091",
+                   install.version)
+        elif install.source == "pypi" and (install.package, install.version) not in pins:
             report(at + ("install",), f"{install.package}=={install.version} is not pinned in kb/repro/tools.lock: add "
                    "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{install.package}=={install.version}")
         if not (INPUTS / repro.run.input).is_file():
@@ -224,13 +309,21 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
         if kernel is not None and repro.run.tool != "triton":
             report(at + ("kernel",), "only a triton run compiles a kernel from a wheel: remove `kernel`", "KB091",
                    kernel.package)
-        elif kernel is not None and (kernel.package, kernel.version) not in pins:
+        for k, need in enumerate(repro.needs):
+            if repro.run.tool not in DRIVEN or need.source != "pypi":
+                report(at + ("needs", k), f"only a PyPI release can be put beside a driven tool ({', '.join(DRIVEN)}): "
+                       "remove it, or make the tool one of those", "KB091", need.package)
+            elif (need.package, need.version) not in pins:
+                report(at + ("needs", k), f"{need.package}=={need.version} is not pinned in kb/repro/tools.lock: add "
+                       "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{need.package}=={need.version}")
+        if kernel is not None and (kernel.package, kernel.version) not in pins and repro.run.tool == "triton":
             report(at + ("kernel",), f"{kernel.package}=={kernel.version} is not pinned in kb/repro/tools.lock: add "
                    "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{kernel.package}=={kernel.version}")
         for j, component in enumerate(cell.entry.components):
-            if component.affected and component.package in TOOL_COMPONENTS.get(install.package, ()):
-                if not SpecifierSet(component.affected).contains(install.version, prereleases=True):
-                    report(at + ("install", "version"), f"{component.package} {install.version} is outside this "
+            if component.affected and component.package in TOOL_COMPONENTS.get(install.package, ()) \
+                    and _pep440(install.upstream()):
+                if not SpecifierSet(component.affected).contains(install.upstream(), prereleases=True):
+                    report(at + ("install", "version"), f"{component.package} {install.upstream()} is outside this "
                            f"entry's range components[{j}].affected {component.affected!r}: a reproduction shows the "
                            "failure, so its tool is a release the range covers; fix the range or the version",
                            "KB091", install.version)
@@ -239,9 +332,9 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
                    "KB090", MISSING)
             continue
         printed_version = _printed_version(repro.run.tool, repro.printed)
-        if printed_version is None or not _same(printed_version, install.version):
+        if printed_version is None or not _same(printed_version, install.upstream()):
             report(at + ("printed", "tool_version"), f"the tool's version line must name the installed release "
-                   f"{install.version} (what `{repro.run.tool} --version` prints); record the run again with "
+                   f"{install.upstream()} (what `{repro.run.tool} --version` prints); record the run again with "
                    f"`kb repro --write {cell.id}`", "KB091", repro.printed.tool_version)
         if not shown(cell.entry, repro.printed.output):
             report(at + ("printed", "output"), "the recorded output shows none of this entry's signatures (each "

@@ -125,14 +125,20 @@ def _filled(target: Path, package: str, version: str, wheelhouse: Path | None, t
             raise InstallError(failure(f"{package}=={version}", wheelhouse, done))
         if how is _pip_unpack:
             _unpack_python(release)
-        try:
-            os.rename(release, target)
-        except OSError:
-            if not target.is_dir():  # another run put it in place first: use that one
-                raise
-        return target
+        return placed(release, target)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def placed(release: Path, target: Path) -> Path:
+    """`target`, once the complete `release` folder is renamed to it (one rename: a reader sees all
+    or nothing); when another run put one there first, that one."""
+    try:
+        os.rename(release, target)
+    except OSError:
+        if not target.is_dir():
+            raise
+    return target
 
 
 def _unpack_python(release: Path) -> None:

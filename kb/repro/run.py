@@ -24,8 +24,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.records.reproduction import INPUTS, TOOLS, VERSION_LINE, Printed, Reproduction, shown
-from kb.repro import install
+from kb.records.reproduction import DRIVEN, INPUTS, TOOLS, VERSION_LINE, Printed, Reproduction, shown
+from kb.repro import debian, install
 
 TIMEOUT_S = 60.0
 
@@ -67,16 +67,18 @@ def _execute(command: list[str], cwd: Path, timeout: float, env: dict[str, str] 
 def _program(repro: Reproduction, root: Path, wheelhouse: Path | None) -> tuple[list[str], list[str], dict[str, str]]:
     """The command line before the arguments, the arguments after them, and the environment of a
     run; install.InstallError when a release cannot be had, LookupError when the tool is not in it."""
-    if repro.run.tool == "triton":
-        if not (root / TOOLS["triton"]).is_file():
-            raise LookupError(f"{repro.install.package}=={repro.install.version} holds no triton package")
+    if repro.run.tool in DRIVEN:
+        if not (root / TOOLS[repro.run.tool]).is_file():
+            raise LookupError(f"{repro.install.package}=={repro.install.version} holds no {repro.run.tool} package")
+        beside = [install.install(n.package, n.version, wheelhouse) for n in repro.needs]
         after = []
         if repro.kernel is not None:
             source = install.unpacked(repro.kernel.package, repro.kernel.version, wheelhouse)
             if not (source / repro.kernel.path).is_file():
                 raise LookupError(f"the {repro.kernel.package} {repro.kernel.version} wheel holds no {repro.kernel.path}")
             after = [f"--kernel-file={source / repro.kernel.path}"]
-        env = {"PYTHONPATH": str(root), "PYTHONUNBUFFERED": "1", "PYTHONNOUSERSITE": "1"}
+        env = {"PYTHONPATH": os.pathsep.join(map(str, [root, *beside])), "PYTHONUNBUFFERED": "1",
+               "PYTHONNOUSERSITE": "1"}
         return ["python", repro.run.input], after, env
     program = install.tool(root, repro.run.tool)
     if program is None:
@@ -88,7 +90,8 @@ def run_one(cell, index: int, repro: Reproduction, wheelhouse: Path | None, time
             today: str) -> Ran:
     ran = Ran(cell, index, repro)
     try:
-        root = install.install(repro.install.package, repro.install.version, wheelhouse)
+        fetch = debian.install if repro.install.source == "debian" else install.install
+        root = fetch(repro.install.package, repro.install.version, wheelhouse)
     except install.InstallError as exc:
         ran.error = str(exc)
         return ran

@@ -22,8 +22,10 @@ _TOP_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\s*:")
 
 
 def _q(value: str) -> str:
-    """A YAML double-quoted scalar (JSON's string form is one)."""
-    return json.dumps(value, ensure_ascii=True)
+    """A YAML double-quoted scalar, in ASCII: JSON's string form, except that a character beyond the
+    BMP (a tool's emoji) is written \\UXXXXXXXX, since YAML reads no surrogate pair, which JSON writes."""
+    return "".join(c if ord(c) < 127 else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                   for c in json.dumps(value, ensure_ascii=False))
 
 
 def _output(text: str, indent: str) -> str:
@@ -42,11 +44,17 @@ def block(reproductions: list[Reproduction]) -> str:
     out = ["reproductions:\n"]
     for r in reproductions:
         args = ", ".join(_q(a) for a in r.run.args)
-        out.append(f"  - install: {{package: {_q(r.install.package)}, version: {_q(r.install.version)}}}\n")
+        source = f", source: {_q(r.install.source)}" if r.install.source != "pypi" else ""
+        out.append(f"  - install: {{package: {_q(r.install.package)}, version: {_q(r.install.version)}{source}}}\n")
         out.append(f"    run: {{tool: {_q(r.run.tool)}, input: {_q(r.run.input)}, args: [{args}]}}\n")
         if r.kernel is not None:
             k = r.kernel
             out.append(f"    kernel: {{package: {_q(k.package)}, version: {_q(k.version)}, path: {_q(k.path)}}}\n")
+        if r.needs:
+            needs = ", ".join(f"{{package: {_q(n.package)}, version: {_q(n.version)}}}" for n in r.needs)
+            out.append(f"    needs: [{needs}]\n")
+        if r.note is not None:
+            out.append(f"    note: {_q(r.note)}\n")
         if r.printed is not None:
             p = r.printed
             out.append("    printed:\n")

@@ -36,8 +36,10 @@ def _recorded(cell: Cell) -> list[Reproduction]:
 
 def runs(cell: Cell) -> list[dict]:
     """The recorded runs as the entry page shows them (empty: the page shows no block)."""
-    return [{"install": f"{r.install.package}=={r.install.version}", "run": r.command(), "printed": r.printed,
-             "lines": lines(cell.entry, r.printed.output)} for r in _recorded(cell)]
+    return [{"install": r.install.pinned_as() + (" (Debian)" if r.install.source == "debian" else "")
+             + (" with " + ", ".join(n.pinned_as() for n in r.needs) if r.needs else ""),
+             "run": r.command(), "note": r.note,
+             "printed": r.printed, "lines": lines(cell.entry, r.printed.output)} for r in _recorded(cell)]
 
 
 def exported(cell: Cell) -> list[dict]:
@@ -46,7 +48,7 @@ def exported(cell: Cell) -> list[dict]:
     out = []
     for run in runs(cell):
         printed = run["printed"]
-        out.append({"command": command(cell), "install": run["install"], "run": run["run"],
+        out.append({"command": command(cell), "install": run["install"], "run": run["run"], "note": run["note"],
                     "tool_version": printed.tool_version, "date": printed.date, "machine": printed.machine,
                     "exit": printed.exit, "output": printed.output,
                     "literal_lines": [n for n, (_, marked) in enumerate(run["lines"], 1) if marked]})

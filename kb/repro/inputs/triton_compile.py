@@ -133,9 +133,13 @@ def constexpr(value):
 
 def argument(kind):
     """A stand-in for one runtime argument: '*bf16' a tensor of that type, 'int' an integer Triton
-    specialises as divisible by 16, 'float' a float, 'none' None."""
+    specialises as divisible by 16, a number that integer (a stride of 1 is specialised as the
+    constant 1, which decides whether a load is contiguous and so how Triton pipelines it), 'float'
+    a float, 'none' None."""
     if kind.startswith("*"):
         return triton.runtime.jit.MockTensor(DTYPES[kind[1:]])
+    if kind.isdigit():
+        return int(kind)
     return {"int": 4096, "float": 0.5, "none": None}[kind]
 
 
