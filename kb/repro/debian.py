@@ -8,8 +8,9 @@ sha256 that the suite's signed Packages index lists for its .deb.
 
 `apt-get download` fetches it with an apt state of its own, inside the partial folder (sources,
 lists, cache): the system's apt state and sources are not changed and nothing is installed. The
-mirror and keyring are those of the system's own Debian source, with the pinned suite and component
-(the checkout names no mirror). The .deb's sha256 is checked against the lock, then `dpkg-deb -x`
+mirror and keyring are those of the system's own Debian source, with the pinned suite and component;
+on a system with none (Ubuntu, a CI runner), Debian's own redirector and the debian-archive-keyring
+package's keyring, which Ubuntu ships too. Either way the .deb must have the pinned sha256. The .deb's sha256 is checked against the lock, then `dpkg-deb -x`
 unpacks it into the release folder, which is renamed into place when complete, as install.py does
 for a pip release. Offline, `--wheelhouse DIR` takes the .deb from DIR, hash-checked the same way.
 """
@@ -29,6 +30,8 @@ from kb.repro.install import InstallError, folder, partial_folder, placed
 
 APT_SOURCES = Path("/etc/apt")
 OS_RELEASE = Path("/etc/os-release")
+DEBIAN_MIRROR = "https://deb.debian.org/debian"
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 
 
 def deb_name(package: str, version: str, architecture: str) -> str:
@@ -36,21 +39,23 @@ def deb_name(package: str, version: str, architecture: str) -> str:
     return f"{package}_{version.replace(':', '%3a')}_{architecture}.deb"
 
 
-def system_source(apt: Path = APT_SOURCES, os_release: Path = OS_RELEASE) -> tuple[str, str | None]:
+def system_source(apt: Path = APT_SOURCES, os_release: Path = OS_RELEASE,
+                  keyring: Path = DEBIAN_KEYRING) -> tuple[str, str | None]:
     """The URI and keyring of the system's Debian archive: the first `deb` source whose suites hold
-    the system's own codename (from os-release), read from sources.list.d/*.sources (deb822) and
-    sources.list (one line each)."""
-    codename = re.search(r"^VERSION_CODENAME=\"?([a-z]+)", _read(os_release), re.M)
-    if codename is None:
-        raise InstallError(f"{os_release} names no VERSION_CODENAME: a Debian package is fetched through the "
-                           "system's Debian mirror, so run kb repro for it on Debian (or pass --wheelhouse DIR "
-                           "holding the .deb)")
-    for stanza in _stanzas(apt):
-        if "deb" in stanza.get("types", "").split() and codename.group(1) in stanza.get("suites", "").split():
-            return stanza["uris"].split()[0], stanza.get("signed-by")
-    raise InstallError(f"no `deb` source for {codename.group(1)} in {apt}/sources.list or {apt}/sources.list.d: "
-                       "a Debian package is fetched through the system's Debian mirror; add the Debian archive "
-                       "there (or pass --wheelhouse DIR holding the .deb)")
+    the system's own codename (from os-release, on Debian only), read from sources.list.d/*.sources (deb822) and
+    sources.list (one line each); on a system without one, Debian's redirector with the
+    debian-archive-keyring package's keyring."""
+    release = _read(os_release)
+    codename = re.search(r"^VERSION_CODENAME=\"?([a-z]+)", release, re.M)
+    if codename is not None and re.search(r"^ID=\"?debian\"?$", release, re.M):  # Ubuntu's own archive has no bookworm
+        for stanza in _stanzas(apt):
+            if "deb" in stanza.get("types", "").split() and codename.group(1) in stanza.get("suites", "").split():
+                return stanza["uris"].split()[0], stanza.get("signed-by")
+    if keyring.is_file():
+        return DEBIAN_MIRROR, str(keyring)
+    raise InstallError(f"this system has no Debian source in {apt} and no {keyring}: install the "
+                       "debian-archive-keyring package (Debian and Ubuntu have it) so that the Debian archive's "
+                       "signatures can be checked, or pass --wheelhouse DIR holding the .deb")
 
 
 def _read(path: Path) -> str:
