@@ -93,9 +93,9 @@ def reference(rule_list: list[triage_rules.SignatureRule], log: bytes) -> list[t
 
 def _add(hits: dict[str, match.Hit], rule: triage_rules.SignatureRule, texts: dict[int, str]) -> None:
     hit = hits.setdefault(rule.entry, match.Hit(rule.entry, rule.url, rule.title))
-    if rule.signature not in hit.signatures:
-        hit.signatures[rule.signature] = rule.weight
-        hit.score = round(hit.score + rule.weight, 3)
+    hit.signatures.setdefault(rule.signature, rule.weight)
+    hit.found.setdefault(rule.signature, set()).update(texts)
+    hit.score = match.signature_score(hit.signatures, hit.found)
     for number, text in texts.items():
         if number not in hit.texts:
             hit.lines.append(number)

@@ -53,6 +53,7 @@ class Hit:
     verdict: str | None = None  # kb.records.verdict.MATCH_VERDICTS, once `decide` has run
     why: str = ""
     own: set[tuple[int, str]] = field(default_factory=set)  # (line, capability) its matched literals fix
+    found: dict[str, set[int]] = field(default_factory=dict)  # signature -> the lines it matched on
 
     @property
     def signature(self) -> str:
@@ -65,6 +66,19 @@ class Hit:
         if self.verdict is not None:
             out |= {"verdict": self.verdict, "why": self.why, "generic_only": not self.specific}
         return out
+
+
+def signature_score(signatures: dict[str, float], found: dict[str, set[int]]) -> float:
+    """An entry's score from the signatures that matched (weight) and the lines each matched on: the
+    sum of their weights, less any signature whose every line another of them, heavier (the longer
+    text among equals), also matched. A line is one observation: "CUDA error: X" and "RuntimeError:
+    CUDA error: X" on the same line count once, at the longer one's weight, in any order found."""
+    def rank(signature: str) -> tuple[float, int, str]:
+        return signatures[signature], len(signature), signature
+
+    return round(sum(weight for signature, weight in signatures.items()
+                     if not any(other != signature and rank(other) > rank(signature)
+                                and found[signature] <= found[other] for other in signatures)), 3)
 
 
 class Matcher:
@@ -226,9 +240,9 @@ class Matcher:
     def _record(self, hits: dict[str, Hit], rule: SignatureRule, texts: dict[int, str]) -> None:
         hit = hits.setdefault(rule.entry, Hit(rule.entry, rule.url, rule.title))
         hit.specific = hit.specific or not rule.generic
-        if rule.signature not in hit.signatures:
-            hit.signatures[rule.signature] = rule.weight
-            hit.score = round(hit.score + rule.weight, 3)
+        hit.signatures.setdefault(rule.signature, rule.weight)
+        hit.found.setdefault(rule.signature, set()).update(texts)
+        hit.score = signature_score(hit.signatures, hit.found)
         for number, text in texts.items():
             hit.own.update((number, capability) for capability in rule.own)
             if number not in hit.texts:

@@ -32,6 +32,25 @@
              norm: function (line) { return kbNormalise.normalise(rules, data.passes, line); } };
   }
 
+  // An entry's score from its matched signatures ([text, weight]) and the lines each matched on:
+  // a signature whose every line a heavier one (the longer text among equals) also matched is not
+  // counted (match.signature_score).
+  function signatureScore(signatures, found) {
+    function above(a, b) {  // a ranks above b: weight, then length, then text
+      if (a[1] !== b[1]) { return a[1] > b[1]; }
+      if (a[0].length !== b[0].length) { return a[0].length > b[0].length; }
+      return a[0] > b[0];
+    }
+    var total = 0;
+    signatures.forEach(function (s) {
+      var covered = signatures.some(function (o) {
+        return o[0] !== s[0] && above(o, s) && found[s[0]].every(function (n) { return found[o[0]].indexOf(n) !== -1; });
+      });
+      if (!covered) { total += s[1]; }
+    });
+    return Math.round(total * 1000) / 1000;
+  }
+
   function record(hits, rule, numbers, texts) {
     var hit = hits[rule.entry] = hits[rule.entry] ||
       { entry: rule.entry, url: rule.url, title: rule.title, score: 0, lines: [], texts: {}, signatures: [] };
@@ -41,8 +60,11 @@
     numbers.forEach(function (n) { rule.own.forEach(function (c) { hit.own[JSON.stringify([n, c])] = true; }); });
     if (!hit.signatures.some(function (s) { return s[0] === rule.signature; })) {
       hit.signatures.push([rule.signature, rule.weight]);
-      hit.score = Math.round((hit.score + rule.weight) * 1000) / 1000;
     }
+    hit.found = hit.found || {};
+    var lines = hit.found[rule.signature] = hit.found[rule.signature] || [];
+    numbers.forEach(function (n) { if (lines.indexOf(n) === -1) { lines.push(n); } });
+    hit.score = signatureScore(hit.signatures, hit.found);
     numbers.forEach(function (n) { if (!(n in hit.texts)) { hit.lines.push(n); hit.texts[n] = texts[n - 1]; } });
   }
 
