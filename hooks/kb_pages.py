@@ -18,7 +18,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from kb.site import hookconfig, index, search, shell, sources
+from kb.site import hookconfig, indent, index, search, shell, sources
 from kb.site.generate import GenerateError
 from kb.site.hookconfig import BuildPlan, ThemeValues
 from kb.site.page import Page
@@ -144,15 +144,26 @@ def on_page_content(html, page, config, files):
 
 
 def on_post_page(output, page, config):
+    # The theme's indentation goes (kb.site.indent) from the chrome only: a generated body is kept as
+    # it is, since shells and `kb build`'s splices put bodies in place without passing through here.
     run = _run(config)
     kind = run.stand_ins.get(page.file.src_uri)
     if kind is not None:
+        output = indent.strip(output)
         run.shells[kind] = shell.Shell(output, kind)
     elif page.url in run.fragments:
         # Kept so `kb build` can put a new fragment in place next time (kb.site.incremental).
         fragment = run.fragments[page.url]
         cut = fragment is not None and output.count(fragment) == 1
-        run.splices[f"{page.url}index.html"] = tuple(output.split(fragment)) if cut else None
+        if cut:
+            before, after = (indent.strip(part) for part in output.split(fragment))
+            output = before + fragment + after
+            run.splices[f"{page.url}index.html"] = (before, after)
+        else:
+            output = indent.strip(output)
+            run.splices[f"{page.url}index.html"] = None
+    else:
+        output = indent.strip(output)
     return output
 
 

@@ -128,7 +128,8 @@ class Scan(_Model):
 # --- what the wheels prove ----------------------------------------------------------------------
 
 
-def _key(version: str):
+def version_key(version: str):
+    """A sort key for release versions; one that is not PEP 440 sorts first, by its text."""
     try:
         return (1, Version(version))
     except InvalidVersion:
@@ -153,10 +154,10 @@ def boundary(scan: Scan) -> tuple[str | None, str | None]:
     it), from the recorded wheels; None where the scan holds no such version."""
     if scan.found is None:
         return None, None
-    ordered = sorted(scan.found.wheels, key=lambda w: _key(w.version))
+    ordered = sorted(scan.found.wheels, key=lambda w: version_key(w.version))
     first = next((w.version for w in ordered if code_for(w, scan.arch)), None)
     below = [w.version for w in ordered if not code_for(w, scan.arch)
-             and (first is None or _key(w.version) < _key(first))]
+             and (first is None or version_key(w.version) < version_key(first))]
     return (below[-1] if below else None), first
 
 
@@ -242,6 +243,6 @@ def _agreement(cell, i: int, scan: Scan, report) -> None:
         if affected is not None and not in_range and not in_builds:
             report(at + ("affected",), f"components[{j}].affected {component.affected!r} leaves out {v} but "
                    f"{proof}: no SASS {scan.arch} loads; widen it", "KB094", v)
-        if fixed is not None and not in_builds and _key(v) >= _key(fixed):
+        if fixed is not None and not in_builds and version_key(v) >= version_key(fixed):
             report(at + ("fixed_in",), f"components[{j}].fixed_in {fixed!r} but {proof}: no SASS {scan.arch} "
                    f"loads in {v}; the first scanned version with it is {first or 'none'}", "KB094", fixed)

@@ -18,7 +18,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from kb.cache import Cache, code_fingerprint, fingerprint
-from kb.records import cause, facets, ids, prose, state
+from kb.records import cause, checked, facets, ids, prose, state
 from kb.records.cause import first_sentence
 from kb.records.catalog import Site, facet_url, paged_title, paginate, rel, string_url
 from kb.records.schema import Cell
@@ -76,7 +76,7 @@ class Renderer:
             facets=facets, rel=rel, site=site, facet_url=facet_url,
             STATUS=facets.STATUS_NAMES, SYMPTOM=facets.SYMPTOM_NAMES, KIND=facets.KIND_NAMES,
             package_name=facets.package_name, component_name=facets.component_name, repository=facets.repository, repo_url=repo_url,
-            state_of=state.state, cause_of=cause.shown, checked_on=freshness.checked, page_of_string=self.page_of_string,
+            state_of=state.state, cause_of=cause.shown, checked_phrases=checked.phrases, checked_on=freshness.checked, page_of_string=self.page_of_string,
         )
         self.env.globals.update(chart_svg=charts.svg, chart_shown=charts.charted)
         self.env.globals.update(reproduced_runs=reproduced.runs, repro_command=reproduced.command,
