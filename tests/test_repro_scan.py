@@ -13,6 +13,7 @@ import pytest
 from kb.records import lint
 from kb.records.scan import Found, Library, Scan, Wheel, boundary, code_for
 from kb.repro import fatbin, scan, write
+from kb.site import reproduced
 
 from conftest import FIXTURES, ROOT
 
@@ -60,6 +61,14 @@ def test_the_platforms_reach_back_to_the_old_manylinux_tags():
     assert tags[0] == "manylinux_2_28_x86_64"
     assert {"manylinux_2_24_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"} <= set(tags)
     assert "manylinux_2_31_x86_64" not in tags
+
+
+def test_the_aarch64_platforms_stop_at_manylinux2014():
+    tags = scan.platforms("manylinux_2_28_aarch64")
+    assert tags[0] == "manylinux_2_28_aarch64"
+    assert tags[-2:] == ["manylinux_2_17_aarch64", "manylinux2014_aarch64"]
+    assert all(tag.endswith("_aarch64") for tag in tags)
+    assert "manylinux_2_16_aarch64" not in tags and "manylinux1_aarch64" not in tags
 
 
 def _wheel(version: str, sass: dict[str, int]) -> Wheel:
@@ -130,6 +139,18 @@ def _problems(tmp_path, component: str, scan_text: str = SCAN, build: str = "", 
 
 def test_a_range_the_scan_proves_passes(tmp_path):
     assert _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '<0.45.3'}") == []
+
+
+def test_a_scan_no_release_fixed_yet_passes_an_open_range_and_names_the_versions_read(tmp_path):
+    unfixed = SCAN.replace("sass: {sm_90: 1, sm_100: 1, sm_120: 1}", "sass: {sm_90: 1, sm_100: 1}")
+    assert _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '>=0.45.2'}", unfixed) == []
+    (cell,) = lint.check([tmp_path]).cells
+    assert boundary(cell.entry.scans[0]) == ("0.45.3", None)
+    line = reproduced.evidence(cell)
+    assert "none of the scanned bitsandbytes releases (0.45.2, 0.45.3) has sm_120 code (wheels read 2026-12-05;" in line
+    assert "the last without" not in line
+    (wide,) = _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '<0.45.3'}", unfixed)
+    assert "leaves out 0.45.3" in wide and "widen it" in wide
 
 
 def test_a_range_that_leaves_out_a_version_without_code_names_the_scan_and_the_wheel(tmp_path):

@@ -70,7 +70,9 @@ def platforms(platform: str) -> list[str]:
     if platform == "win_amd64":
         return [platform]
     glibc, machine = re.fullmatch(r"manylinux_2_([0-9]+)_(x86_64|aarch64)", platform).groups()
-    tags = [f"manylinux_2_{minor}_{machine}" for minor in range(int(glibc), 4, -1)]
+    # aarch64 wheels start at glibc 2.17 (manylinux2014 is the first legacy tag that names the machine).
+    oldest = 4 if machine == "x86_64" else 16
+    tags = [f"manylinux_2_{minor}_{machine}" for minor in range(int(glibc), oldest, -1)]
     legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
     return tags + [f"{tag}_{machine}" for minor, tag in legacy.items() if minor <= int(glibc)
                    and (machine == "x86_64" or minor == 17)]

@@ -66,10 +66,14 @@ def evidence(cell: Cell) -> str:
             # Linux x86_64 goes unsaid, as the pages always did; another platform is named.
             among = {"win_amd64": " in the Windows wheels"}.get(
                 s.platform, " in the Linux aarch64 wheels" if s.platform.endswith("_aarch64") else "")
-            has = f"{s.package} {first} is the first scanned release with {s.arch} code{among}" if first else \
-                f"no scanned {s.package} release has {s.arch} code{among}"
-            parts.append(f"{has}{f', {last} the last without' if last else ''} "
-                         f"(wheels read {s.found.date}; bwkb repro {cell.id} reads them again)")
+            if first:
+                has = f"{s.package} {first} is the first scanned release with {s.arch} code{among}" + \
+                    (f", {last} the last without" if last else "")
+            else:
+                # No release has the code yet (an open failure): "the last without" would promise a later
+                # version with it, so name the versions read instead.
+                has = f"none of the scanned {s.package} releases ({', '.join(s.versions)}) has {s.arch} code{among}"
+            parts.append(f"{has} (wheels read {s.found.date}; bwkb repro {cell.id} reads them again)")
         return "Read in the released wheels with cuobjdump: " + "; ".join(parts) + "."
     if entry.measurements:
         where = sorted({m.conditions.hardware for m in entry.measurements})
