@@ -248,9 +248,21 @@ def test_the_fat_binaries_of_a_dll_are_laid_end_to_end_without_their_padding():
     assert fatbin.containers(image) == first + second
 
 
+def test_relocatable_fat_binaries_count_only_where_the_dll_has_no_device_linked_one():
+    """cuobjdump lists `__nv_relfatbin` only when no executable fat binary exists (bitsandbytes 0.50.2's
+    cuda128 DLL has one linked container and six relocatable ones, kb.repro.fatbin)."""
+    linked, relocatable = _container(b"L" * 8), _container(b"R" * 16)
+    both = {b".nv_fatb": linked + bytes(8), b"__nv_rel": relocatable + bytes(8) + relocatable}
+    assert fatbin.containers(_pe(both)) == linked
+    assert fatbin.containers(_pe(dict(reversed(both.items())))) == linked
+    assert fatbin.containers(_pe({b"__nv_rel": relocatable + bytes(8) + relocatable})) == relocatable * 2
+    with pytest.raises(fatbin.FatbinError, match="byte 0x07 at __nv_rel offset 32 is neither padding"):
+        fatbin.containers(_pe({b"__nv_rel": relocatable + b"\x07"}))
+
+
 def test_a_dll_without_the_section_has_no_code_and_a_damaged_one_is_an_error():
     assert fatbin.containers(_pe({b".text": b"\x90" * 40})) == b""
-    with pytest.raises(fatbin.FatbinError, match="byte 0x07 at section offset 24 is neither padding nor a fat binary"):
+    with pytest.raises(fatbin.FatbinError, match="byte 0x07 at .nv_fatb offset 24 is neither padding nor a fat binary"):
         fatbin.containers(_pe({b".nv_fatb": _container(b"x" * 8) + b"\x07"}))
     with pytest.raises(fatbin.FatbinError, match="gives a size past the section's end"):
         fatbin.containers(_pe({b".nv_fatb": _container(b"x" * 8)[:-2]}))

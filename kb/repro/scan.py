@@ -178,7 +178,7 @@ def list_wheel(cuobjdump: Path, scan: Scan, version: str, path: Path, timeout: f
             found = {"ELF": {}, "PTX": {}}
             for kind, option in (("ELF", "--list-elf"), ("PTX", "--list-ptx")):
                 if pe and not library.stat().st_size:
-                    continue  # a DLL without a .nv_fatb section holds no CUDA code
+                    continue  # a DLL with neither .nv_fatb nor __nv_rel holds no CUDA code
                 done = _run([str(cuobjdump), option, str(library)], timeout)
                 found[kind] = images(kind, done.stdout, done.stderr, done.returncode)
             libraries.append(Library(path=name, sass=found["ELF"], ptx=found["PTX"]))
