@@ -172,33 +172,25 @@ def _write(cell, value: list, key: str, changed: list[int]) -> str:
 def record_scans(scanned) -> list[str]:
     """Write each entry's scans whose result differs (each file whole or not at all); the messages.
     `scanned` holds (cell, index, found, differences) for the scans that ran."""
-    messages = []
-    by_cell: dict[str, list] = {}
-    for item in scanned:
-        by_cell.setdefault(item[0].id, []).append(item)
-    for done in by_cell.values():
-        cell = done[0][0]
-        new = list(cell.entry.scans)
-        changed = [index for _, index, _, differs in done if differs]
-        for _, index, found, differs in done:
-            if differs:
-                new[index] = new[index].model_copy(update={"found": found})
-        if changed:
-            messages.append(_write(cell, new, "scans", changed))
-    return messages
+    return _update_scans([(cell, index, {"found": found}) for cell, index, found, differs in scanned if differs])
 
 
 def record_newest(changed) -> list[str]:
     """Set each scan's `newest` to the index's newest release (each file whole or not at all); the
     messages. `changed` holds (cell, index, version) for the scans whose recorded one differs."""
-    messages = []
+    return _update_scans([(cell, index, {"newest": version}) for cell, index, version in changed])
+
+
+def _update_scans(updates) -> list[str]:
+    """Apply (cell, index, fields) to the cells' scans and write each cell once; the messages."""
     by_cell: dict[str, list] = {}
-    for item in changed:
+    for item in updates:
         by_cell.setdefault(item[0].id, []).append(item)
+    messages = []
     for done in by_cell.values():
         cell = done[0][0]
         new = list(cell.entry.scans)
-        for _, index, version in done:
-            new[index] = new[index].model_copy(update={"newest": version})
+        for _, index, fields in done:
+            new[index] = new[index].model_copy(update=fields)
         messages.append(_write(cell, new, "scans", [index for _, index, _ in done]))
     return messages
