@@ -17,8 +17,7 @@ from kb.triage import familyanswer, match
 from conftest import FIXTURES, ROOT
 
 GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
-# Verbatim from the family's source (https://github.com/xsuite/xsuite/issues/684): no entry's signature. (ComfyUI's
-# bare "CUDA error: no kernel image ..." line is the torch entry's generic signature since ComfyUI#7677 was traced to it.)
+# Verbatim from the family's source (https://github.com/xsuite/xsuite/issues/684): no entry's signature.
 XSUITE_684 = ("CUDADriverError: CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel image is available for execution on the "
               "device.")
 

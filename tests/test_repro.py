@@ -418,10 +418,18 @@ def test_a_bad_cute_dsl_reproduction_names_its_field(tmp_path, cells, old, new, 
     assert [p.loc for p in found if says in p.message] == [loc], [p.format() for p in found]
 
 
-def test_the_writer_quotes_a_character_beyond_the_bmp_so_yaml_reads_it_back():
+def test_a_recorded_output_reads_back_and_survives_kb_refresh_rewriting_the_file():
+    """kb repro writes a tool's emoji as itself, as ruamel.yaml (kb refresh --write) writes it back, and
+    an invisible character (a bidi override, a no-break space) escaped; both read back as printed."""
     import yaml
 
-    text = "OpError: x\n\n\U0001f4a1 Suggestions:\n caf\u00e9 \"q\" \\ \t\n"
-    quoted = write._q(text)
-    assert quoted.isascii() and "\\U0001f4a1" in quoted and "\\ud83d" not in quoted
-    assert yaml.safe_load(quoted) == text
+    from kb.edit.refresh import rewrite
+    from kb.repro.write import _q
+
+    for value, shown in (("a\U0001f4a1 b\n", '"a\U0001f4a1 b\\n"'), ("x\u202ey\u00a0z", '"x\\u202ey\\u00a0z"'),
+                         ("tag\U000e0001", '"tag\\U000e0001"'), ('caf\u00e9 "q" \\ \t', '"caf\u00e9 \\"q\\" \\\\ \\t"')):
+        text = f"output: {_q(value)}\n"
+        assert _q(value) == shown and yaml.safe_load(text)["output"] == value
+    text = f"output: {_q('a' + chr(0x1F4A1) + ' b')}\n"
+    loader = rewrite._yaml(text)
+    assert rewrite._dump(loader, loader.load(text)) == text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 
 from pydantic import ValidationError
 
@@ -22,10 +23,15 @@ _TOP_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\s*:")
 
 
 def _q(value: str) -> str:
-    """A YAML double-quoted scalar, in ASCII: JSON's string form, except that a character beyond the
-    BMP (a tool's emoji) is written \\UXXXXXXXX, since YAML reads no surrogate pair, which JSON writes."""
-    return "".join(c if ord(c) < 127 else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
-                   for c in json.dumps(value, ensure_ascii=False))
+    """A YAML double-quoted scalar: JSON's string form, with a printable character beyond ASCII (a tool's
+    emoji) written as itself, as ruamel.yaml writes it back (`kb refresh --write` rewrites a file whole: an
+    escape would come back as the character), and an invisible one (a control, format, private-use or
+    unassigned character) escaped, \\UXXXXXXXX beyond the BMP since YAML reads no surrogate pair."""
+    def one(c: str) -> str:
+        if ord(c) < 127 or unicodedata.category(c)[0] not in "CZ":
+            return c
+        return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+    return "".join(one(c) for c in json.dumps(value, ensure_ascii=False))
 
 
 def _output(text: str, indent: str) -> str:
