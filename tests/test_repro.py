@@ -53,7 +53,7 @@ def _reproductions(cells):
 
 def test_the_reproduced_entries_carry_a_recorded_run(cells):
     assert {cell.id for cell, _, _ in _reproductions(cells)} >= REPRODUCED
-    assert {cell.id for cell, _, r in _reproductions(cells) if r.run.tool == "triton"} == TRITON
+    assert {cell.id for cell, _, r in _reproductions(cells) if r.run.tool == "triton"} >= TRITON
     assert all(r.printed is not None for _, _, r in _reproductions(cells))
 
 

@@ -81,7 +81,13 @@ def test_a_pasted_log_line_finds_its_cell(live_site, page, site, prefix, line, c
 
 @pytest.mark.parametrize("query,cell_id", [
     ("RuntimeError: Plan index 7 is invalid", "flashinfer-bmm-fp8-cudnn-plan-index-invalid-gb10"),
+    # two entries print this wording with other sizes: a size neither holds lands on one of them,
+    # a size one holds on that one
     ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 101376",
+     ("mla-decode-fp8-kv-triton-shared-memory", "sglang-extend-attention-mla-hopper-tiles-smem-106496-sm120")),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 106496, Hardware limit: 101376",
+     "sglang-extend-attention-mla-hopper-tiles-smem-106496-sm120"),
+    ("OutOfResources: out of resource: shared memory, Required: 102400, Hardware limit: 101376. Reducing block sizes",
      "mla-decode-fp8-kv-triton-shared-memory"),
     ("Error: kernel '@kernels::@kernel_cutlass_kernel_flashinferfused_moecute_dslblackwell_sm12xmoe_dynamic_"
      "kernelMoEDynamicKernel_...' launch shared memory exceeds current GPU arch sm_120a allowed. "
@@ -93,9 +99,11 @@ def test_a_pasted_log_line_finds_its_cell(live_site, page, site, prefix, line, c
     ("mm_fp4 backend cutlass allocates 68 MiB per call", "cutlass-fp4-gemm-per-call-workspace"),
 ])
 def test_other_numbers_still_find_the_cell(live_site, page, site, query, cell_id):
+    wanted = [url(site, c) for c in ((cell_id,) if isinstance(cell_id, str) else cell_id)]
     with serve(live_site) as base:
         page.goto(base + "about/")
-        assert search(page, query)[:1] == [url(site, cell_id)]
+        first = search(page, query)[:1]
+        assert len(first) == 1 and first[0] in wanted, (first, wanted)
 
 
 def test_typos_land_where_the_right_spelling_lands(live_site, page, site):
