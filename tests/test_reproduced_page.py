@@ -142,3 +142,20 @@ def test_an_entry_without_a_reproduction_says_what_its_evidence_is(live_site):
 def test_the_evidence_line_is_absent_where_a_reproduction_is_shown(live_site):
     page = _page(live_site, _api(live_site, REPRODUCED))
     assert page.select_one("p.kb-evidence-kind") is None
+
+
+# A live entry with a run on an affected release and one on the release it names as fixed (cmake, torch's module).
+FIXED = "torch-cmake-autodetect-gb10-compute-20"
+
+
+def test_a_run_on_a_fixed_release_is_shown_as_such_with_nothing_marked(live_site):
+    api = _api(live_site, FIXED)
+    assert [r.get("fixed", False) for r in api["record"]["reproductions"]] == [False, True]
+    assert [r["fixed"] for r in api["reproduced"]] == [False, True]
+    assert [r["literal_lines"] for r in api["reproduced"]] == [[1, 2], []]
+    affected, fixed = _page(live_site, api).select("ul.kb-repro")
+    assert "On a fixed release: prints none of this entry's literals" in fixed.inner_text()
+    assert "On a fixed release" not in affected.inner_text()
+    outputs = _page(live_site, api).select("pre.kb-repro-output")
+    assert [len(o.select("mark")) for o in outputs] == [2, 0]
+    assert "<torch 2.15.0 wheel>/torch/share/cmake/" in fixed.inner_text()

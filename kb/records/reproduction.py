@@ -36,13 +36,18 @@ INPUTS = REPRO / "inputs"
 # The tools a reproduction can run, and the file that shows the release pip installed holds it: ptxas
 # is an executable (a cu12 wheel keeps it under nvidia/cuda_nvcc/bin/, a 13.x one under nvidia/cu13/bin/);
 # triton is a package, run as `python DRIVER.py` with the release on sys.path; nvcc is the driver
-# binary in Debian's nvidia-cuda-toolkit (its /usr/bin/nvcc is a script calling that absolute path).
+# binary in Debian's nvidia-cuda-toolkit (its /usr/bin/nvcc is a script calling that absolute path);
+# cmake is the binary of the PyPI `cmake` wheel, which finds its modules beside it (cmake/data/share/).
 TOOLS = {"ptxas": "nvidia/*/bin/ptxas", "triton": "triton/__init__.py", "nvcc": "usr/lib/nvidia-cuda-toolkit/bin/nvcc",
-         "cute-dsl": "nvidia_cutlass_dsl/python_packages/cutlass/__init__.py"}
+         "cute-dsl": "nvidia_cutlass_dsl/python_packages/cutlass/__init__.py", "cmake": "cmake/data/bin/cmake"}
 # The tools run as `python DRIVER.py` with their release (and its `needs`) on PYTHONPATH.
 DRIVEN = ("triton", "cute-dsl")
-# The input each tool reads: a PTX file for ptxas, a Python driver for triton, a CUDA file for nvcc.
-INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu", "cute-dsl": ".py"}
+# The input each tool reads: a PTX file for ptxas, a Python driver for triton, a CUDA file for nvcc, a
+# CMake script for cmake (run with -P).
+INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu", "cute-dsl": ".py", "cmake": ".cmake"}
+# The tools that read a file of a released wheel (`kernel`), and the kind of file: a triton driver
+# compiles an upstream kernel (.py); a cmake script includes an upstream CMake module (.cmake).
+WHEEL_FILE_SUFFIX = {"triton": ".py", "cmake": ".cmake"}
 # The entry components a tool package is a release of: a reproduction's version is checked against
 # their `affected` range (KB091).
 TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit"),
@@ -52,7 +57,8 @@ TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cu
 # release 12.8, V12.8.93"; the triton driver's `--version` "triton 3.7.0".
 TOOL_VERSION = re.compile(r"\bV([0-9]+(?:\.[0-9]+)+)\b")
 VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$"), "nvcc": TOOL_VERSION,
-                "cute-dsl": re.compile(r"^nvidia-cutlass-dsl ([0-9]+(?:\.[0-9]+)+)$")}
+                "cute-dsl": re.compile(r"^nvidia-cutlass-dsl ([0-9]+(?:\.[0-9]+)+)$"),
+                "cmake": re.compile(r"^cmake version ([0-9]+(?:\.[0-9]+)+)$")}
 
 
 def _schema():
@@ -89,9 +95,9 @@ def _output(value: str) -> str:
 
 
 def _input_name(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*\.(ptx|py|cu)", value):
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*\.(ptx|py|cu|cmake)", value):
         _fail("KB024", "must be the name of a file in kb/repro/inputs/, lowercase words, digits, '.', '-' and '_', "
-              "ending in .ptx (ptxas), .py (a triton driver) or .cu (nvcc), no folder")
+              "ending in .ptx (ptxas), .py (a triton driver), .cu (nvcc) or .cmake (a cmake script), no folder")
     return value
 
 
@@ -104,7 +110,10 @@ OPTION = {"ptxas": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?"),
           "triton": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:*/-]+"),
           # nvcc's -gencode values hold '=' and brackets (arch=compute_120a,code=[compute_120a,sm_120a]), never '/'
           "nvcc": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,=\[\]-]+)?"),
-          "cute-dsl": re.compile(r"--[a-z][a-z0-9-]*=[A-Za-z0-9_.-]+")}
+          "cute-dsl": re.compile(r"--[a-z][a-z0-9-]*=[A-Za-z0-9_.-]+"),
+          # a variable the script reads; -DWHEEL_FILE= is kb repro's to add (the unpacked wheel's file)
+          # and -P, then the input, come last
+          "cmake": re.compile(r"-D(?!WHEEL_FILE=)[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.+;-]+")}
 OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, optionally '=value' of letters, digits "
                         "and . , _ -)",
                "triton": "one driver option such as '--capability=120' or '--args=x:*fp32,n:int' (two dashes, a "
@@ -112,20 +121,24 @@ OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, opti
                "nvcc": "one option such as '-gencode=arch=compute_120a,code=sm_120a' (a dash, a name, optionally "
                        "'=value' of letters, digits and . , _ = [ ] -)",
                "cute-dsl": "one driver option such as '--arch=sm_121a' (two dashes, a name, '=value' of letters, "
-                           "digits and . _ -)"}
+                           "digits and . _ -)",
+               "cmake": "one variable such as '-DCUDA_VERSION=13.0' (-D, a name other than WHEEL_FILE, '=value' of "
+                        "letters, digits and . _ + ; -)"}
 
 
 def _option(value: str) -> str:
     if not any(pattern.fullmatch(value) for pattern in OPTION.values()):
-        _fail("KB024", f"must be {OPTION_FORM['ptxas']}, {OPTION_FORM['triton']} or {OPTION_FORM['nvcc']}; the input "
-              "file is added by kb repro")
+        _fail("KB024", f"must be {OPTION_FORM['ptxas']}, {OPTION_FORM['triton']}, {OPTION_FORM['nvcc']} or "
+              f"{OPTION_FORM['cmake']}; the input file is added by kb repro")
     return value
 
 
 def _wheel_path(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9_][a-z0-9_.-]*(/[a-z0-9_][a-z0-9_.-]*)*\.py", value) or ".." in value.split("/"):
-        _fail("KB024", "must be the path of a .py file inside the wheel, such as "
-              "'vllm/v1/attention/ops/triton_decode_attention.py' (lowercase, '/' between folders, no '..')")
+    # Letters of either case: CMake's own folders are named so (torch/share/cmake/Caffe2/Modules_CUDA_fix).
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*\.(py|cmake)", value) \
+            or ".." in value.split("/"):
+        _fail("KB024", "must be the path of a .py or .cmake file inside the wheel, such as "
+              "'vllm/v1/attention/ops/triton_decode_attention.py' ('/' between folders, no '..')")
     return value
 
 
@@ -171,8 +184,9 @@ class Run(_Model):
 
 
 class Kernel(_Model):
-    """The released wheel whose kernel file a triton driver compiles: pinned in tools.lock like a
-    tool, downloaded and unpacked by `kb repro`, never installed (its own dependencies stay out)."""
+    """The released wheel whose file a run reads (the kernel a triton driver compiles, the CMake module
+    a cmake script includes): pinned in tools.lock like a tool, downloaded and unpacked by `kb repro`
+    (only the files of that kind kept), never installed (its own dependencies stay out)."""
 
     package: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=60)]
     version: Annotated[str, Field(max_length=60), AfterValidator(_version)]
@@ -190,8 +204,12 @@ class Printed(_Model):
 class Reproduction(_Model):
     install: Install
     run: Run
-    # Only for a triton run that compiles an upstream kernel (KB091 checks the pairing and the pin).
+    # Only for a run that reads a file of a released wheel (WHEEL_FILE_SUFFIX; KB091 checks the pairing
+    # and the pin).
     kernel: Kernel | None = None
+    # A run on a release the entry names as fixed: it must print none of the entry's signatures (KB090),
+    # and its release lies outside the affected range and inside the fix's `applies` (KB091).
+    fixed: bool = False
     # Releases a driven tool's import needs (nvidia-cutlass-dsl: numpy, cuda-bindings), each pinned in
     # tools.lock and installed into its own cache folder like the tool, then put beside it on PYTHONPATH.
     needs: list[Install] = Field(default_factory=list, max_length=8)
@@ -207,6 +225,10 @@ class Reproduction(_Model):
             kernel = [f"--kernel-file=<{self.kernel.package} {self.kernel.version} wheel>/{self.kernel.path}"] \
                 if self.kernel else []
             return " ".join(["python", self.run.input, *self.run.args, *kernel])
+        if self.run.tool == "cmake":
+            wheel = [f"-DWHEEL_FILE=<{self.kernel.package} {self.kernel.version} wheel>/{self.kernel.path}"] \
+                if self.kernel else []
+            return " ".join(["cmake", *self.run.args, *wheel, "-P", self.run.input])
         return " ".join([self.run.tool, *self.run.args, self.run.input])
 
 
@@ -306,9 +328,13 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
                 report(at + ("run", "args", k), f"a {repro.run.tool} argument must be {OPTION_FORM[repro.run.tool]}",
                        "KB091", arg)
         kernel = repro.kernel
-        if kernel is not None and repro.run.tool != "triton":
-            report(at + ("kernel",), "only a triton run compiles a kernel from a wheel: remove `kernel`", "KB091",
+        reads = WHEEL_FILE_SUFFIX.get(repro.run.tool)
+        if kernel is not None and reads is None:
+            report(at + ("kernel",), "only a triton or cmake run reads a file of a wheel: remove `kernel`", "KB091",
                    kernel.package)
+        elif kernel is not None and not kernel.path.endswith(reads):
+            report(at + ("kernel", "path"), f"a {repro.run.tool} run reads a {reads} file of the wheel: name one",
+                   "KB091", kernel.path)
         for k, need in enumerate(repro.needs):
             if repro.run.tool not in DRIVEN or need.source != "pypi":
                 report(at + ("needs", k), f"only a PyPI release can be put beside a driven tool ({', '.join(DRIVEN)}): "
@@ -316,17 +342,12 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
             elif (need.package, need.version) not in pins:
                 report(at + ("needs", k), f"{need.package}=={need.version} is not pinned in kb/repro/tools.lock: add "
                        "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{need.package}=={need.version}")
-        if kernel is not None and (kernel.package, kernel.version) not in pins and repro.run.tool == "triton":
+        if kernel is not None and (kernel.package, kernel.version) not in pins and reads is not None:
             report(at + ("kernel",), f"{kernel.package}=={kernel.version} is not pinned in kb/repro/tools.lock: add "
                    "the line to kb/repro/tools.in and run `make lock`", "KB091", f"{kernel.package}=={kernel.version}")
-        for j, component in enumerate(cell.entry.components):
-            if component.affected and component.package in TOOL_COMPONENTS.get(install.package, ()) \
-                    and _pep440(install.upstream()):
-                if not SpecifierSet(component.affected).contains(install.upstream(), prereleases=True):
-                    report(at + ("install", "version"), f"{component.package} {install.upstream()} is outside this "
-                           f"entry's range components[{j}].affected {component.affected!r}: a reproduction shows the "
-                           "failure, so its tool is a release the range covers; fix the range or the version",
-                           "KB091", install.version)
+        for loc, names, version in _ranged(repro):
+            for problem in _range_problems(cell.entry, repro.fixed, names, version):
+                report(at + loc, problem, "KB091", version)
         if repro.printed is None:
             report(at, f"no recorded output: run `kb repro --write {cell.id}` to run it and record what it prints",
                    "KB090", MISSING)
@@ -336,9 +357,51 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
             report(at + ("printed", "tool_version"), f"the tool's version line must name the installed release "
                    f"{install.upstream()} (what `{repro.run.tool} --version` prints); record the run again with "
                    f"`kb repro --write {cell.id}`", "KB091", repro.printed.tool_version)
-        if not shown(cell.entry, repro.printed.output):
+        if repro.fixed and shown(cell.entry, repro.printed.output):
+            report(at + ("printed", "output"), "a run on a fixed release (`fixed: true`) must print none of this "
+                   "entry's signatures, and this output shows one (compared as kb match compares): the release "
+                   "is not fixed, or the run is not `fixed`", "KB090", repro.printed.output.strip().splitlines()[0])
+        elif not repro.fixed and not shown(cell.entry, repro.printed.output):
             report(at + ("printed", "output"), "the recorded output shows none of this entry's signatures (each "
                    "line compared as kb match compares it, after normalising): a reproduction must print the "
                    "entry's literal; change the input or options, or the signature", "KB090",
                    repro.printed.output.strip().splitlines()[0])
+    return out
+
+
+def _ranged(repro: Reproduction) -> list[tuple[tuple, tuple[str, ...], str]]:
+    """The releases of a run that an entry's ranges name: (where in the record, the component names
+    it is a release of, its version). The tool (ptxas is a cuda release) and the wheel whose file
+    the run reads (torch, for a cmake run on torch's CMake module)."""
+    out = []
+    if _pep440(repro.install.upstream()):
+        out.append((("install", "version"), TOOL_COMPONENTS.get(repro.install.package, ()), repro.install.upstream()))
+    if repro.kernel is not None and _pep440(repro.kernel.version):
+        out.append((("kernel", "version"), (repro.kernel.package,), repro.kernel.version))
+    return out
+
+
+def _range_problems(entry, fixed: bool, names: tuple[str, ...], version: str) -> list[str]:
+    """What is wrong with a run's release of one of `names` against the entry's ranges: a run that
+    shows the failure is on a release an `affected` range covers; a `fixed` run is on one no
+    `affected` range covers, and inside the `applies` of a fix of that package where one is given."""
+    out = []
+    for j, component in enumerate(entry.components):
+        if not component.affected or component.package not in names:
+            continue
+        inside = SpecifierSet(component.affected).contains(version, prereleases=True)
+        if inside and fixed:
+            out.append(f"{component.package} {version} is inside this entry's range components[{j}].affected "
+                       f"{component.affected!r}: a `fixed` run is on a release the fix covers; fix the range or "
+                       "the version")
+        elif not inside and not fixed:
+            out.append(f"{component.package} {version} is outside this entry's range components[{j}].affected "
+                       f"{component.affected!r}: a reproduction shows the failure, so its tool is a release the "
+                       "range covers; fix the range or the version")
+    if fixed:
+        for j, fix in enumerate(entry.fixes):
+            if fix.package in names and fix.applies and \
+                    not SpecifierSet(fix.applies).contains(version, prereleases=True):
+                out.append(f"{fix.package} {version} is outside fixes[{j}].applies {fix.applies!r}: a `fixed` run "
+                           "is on a release that fix names; fix the version or the fix's range")
     return out

@@ -7,9 +7,11 @@ whose sha256 the lock lists, and no package's build code runs. pip fills a folde
 is renamed into place when complete, so an interrupted install leaves nothing a later run uses,
 and the next run removes what a killed one left.
 
-A wheel a reproduction only reads (the released serving engine whose Triton kernel it compiles) is
-not installed: `unpacked` downloads that release's wheel with the same hash check (`pip download`)
-and keeps its Python files in `<cache>/.../<package>-<version>.src/`, filled and renamed the same way.
+A wheel a reproduction only reads (the released serving engine whose Triton kernel it compiles, the
+torch wheel whose CMake module a cmake script includes) is not installed: `unpacked` downloads that
+release's wheel with the same hash check (`pip download`) and keeps the files of the one kind the run
+reads, its Python files in `<cache>/.../<package>-<version>.src/` (its .cmake files in `...src.cmake/`),
+filled and renamed the same way.
 """
 
 
@@ -82,11 +84,14 @@ def install(package: str, version: str, wheelhouse: Path | None = None, timeout:
     return _filled(folder(package, version), package, version, wheelhouse, timeout, _pip_install)
 
 
-def unpacked(package: str, version: str, wheelhouse: Path | None = None, timeout: float = 900) -> Path:
-    """The folder holding the Python files of the release's wheel, downloaded and unpacked first
-    when the cache does not hold it (nothing of the package is installed or run)."""
-    return _filled(folder(package, version).with_name(f"{package}-{version}.src"), package, version, wheelhouse,
-                   timeout, _pip_unpack)
+def unpacked(package: str, version: str, wheelhouse: Path | None = None, timeout: float = 900,
+             suffix: str = ".py") -> Path:
+    """The folder holding the files of the release's wheel whose names end in `suffix` (.py, .cmake),
+    downloaded and unpacked first when the cache does not hold it (nothing of the package is
+    installed or run). Each kind has a folder of its own: one filled for a kind never lacks its files."""
+    name = f"{package}-{version}.src" + ("" if suffix == ".py" else suffix)
+    return _filled(folder(package, version).with_name(name), package, version, wheelhouse, timeout, _pip_unpack,
+                   suffix)
 
 
 def _pip_install(release: Path, requirements: Path) -> list[str]:
@@ -97,7 +102,8 @@ def _pip_unpack(release: Path, requirements: Path) -> list[str]:
     return ["download", "--dest", str(release / ".wheel"), "-r", str(requirements)]
 
 
-def _filled(target: Path, package: str, version: str, wheelhouse: Path | None, timeout: float, how) -> Path:
+def _filled(target: Path, package: str, version: str, wheelhouse: Path | None, timeout: float, how,
+            suffix: str = ".py") -> Path:
     """`target`, filled by pip (`how` gives its command) in a partial folder of its own whose
     `release` is renamed into place when complete, unless it is there already."""
     if target.is_dir():
@@ -113,7 +119,10 @@ def _filled(target: Path, package: str, version: str, wheelhouse: Path | None, t
         release = partial / "release"
         command = [sys.executable, "-m", "pip", *how(release, requirements), "--require-hashes", "--no-deps",
                    "--only-binary", ":all:", "--disable-pip-version-check", "--no-input"]
-        env = None
+        # A constraints file in the user's pip settings is for their environments: against a release
+        # the lock pins exactly, alone in a folder of its own, it can only refuse the pin (a machine
+        # capping torch<=2.14.1 refuses torch==2.15.0). The index, proxy and certificate settings stay.
+        env = os.environ | {"PIP_CONSTRAINT": os.devnull}
         if wheelhouse is not None:
             command += ["--no-index", "--find-links", str(wheelhouse)]
             env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
@@ -124,7 +133,7 @@ def _filled(target: Path, package: str, version: str, wheelhouse: Path | None, t
         if done.returncode != 0:
             raise InstallError(failure(f"{package}=={version}", wheelhouse, done))
         if how is _pip_unpack:
-            _unpack_python(release)
+            _unpack(release, suffix)
         return placed(release, target)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
@@ -141,16 +150,16 @@ def placed(release: Path, target: Path) -> Path:
     return target
 
 
-def _unpack_python(release: Path) -> None:
-    """The .py files of the one wheel pip downloaded into `release/.wheel`, then the wheel deleted
-    (a serving engine's wheel is hundreds of MB; its kernel files are what a run reads)."""
+def _unpack(release: Path, suffix: str) -> None:
+    """The files ending in `suffix` of the one wheel pip downloaded into `release/.wheel`, then the
+    wheel deleted (a serving engine's or torch's wheel is hundreds of MB; a run reads one file)."""
     wheels = sorted((release / ".wheel").glob("*.whl"))
     if len(wheels) != 1:
         raise InstallError(f"pip downloaded {len(wheels)} wheels into {release}, expected one")
     with zipfile.ZipFile(wheels[0]) as wheel:
         for member in wheel.namelist():
             parts = member.split("/")
-            if member.endswith(".py") and ".." not in parts and not member.startswith("/"):
+            if member.endswith(suffix) and ".." not in parts and not member.startswith("/"):
                 wheel.extract(member, release)
     shutil.rmtree(release / ".wheel")
 

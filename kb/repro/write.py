@@ -56,6 +56,8 @@ def block(reproductions: list[Reproduction]) -> str:
         if r.kernel is not None:
             k = r.kernel
             out.append(f"    kernel: {{package: {_q(k.package)}, version: {_q(k.version)}, path: {_q(k.path)}}}\n")
+        if r.fixed:
+            out.append("    fixed: true\n")
         if r.needs:
             needs = ", ".join(f"{{package: {_q(n.package)}, version: {_q(n.version)}}}" for n in r.needs)
             out.append(f"    needs: [{needs}]\n")
@@ -154,7 +156,11 @@ def record(runs) -> list[str]:
         for ran in done:
             if ran.error or not ran.differences:
                 continue
-            if not shown(cell.entry, ran.printed.output):
+            if ran.repro.fixed and shown(cell.entry, ran.printed.output):
+                messages.append(f"kb repro: not written: {cell_id} reproductions[{ran.index}] is a run on a fixed "
+                                "release and printed one of the entry's signatures; check the release and the fix")
+                continue
+            if not ran.repro.fixed and not shown(cell.entry, ran.printed.output):
                 messages.append(f"kb repro: not written: {cell_id} reproductions[{ran.index}] printed none of the "
                                 "entry's signatures; change its input or options")
                 continue

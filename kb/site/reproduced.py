@@ -3,7 +3,8 @@
 A reproduction (kb.records.reproduction) is the evidence anyone can re-run with `bwkb repro ID`. The
 page shows each recorded run (what was installed, the tool's version line, the date and machine and
 the verbatim output) with the output's lines that show the entry's literal marked; the JSON API and
-the OSV record carry the same facts. A line is marked by the comparison KB090 makes on the whole
+the OSV record carry the same facts. A run on a release the entry names as fixed (`fixed`) is shown
+as such: its output, which shows none of the literals, is the evidence that the fix works. A line is marked by the comparison KB090 makes on the whole
 output (`reproduction.shown`), made here on one line at a time, so the page marks exactly what the
 lint accepted. A reproduction not yet run (no `printed`, which KB090 reports) has nothing to show.
 
@@ -38,7 +39,7 @@ def runs(cell: Cell) -> list[dict]:
     """The recorded runs as the entry page shows them (empty: the page shows no block)."""
     return [{"install": r.install.pinned_as() + (" (Debian)" if r.install.source == "debian" else "")
              + (" with " + ", ".join(n.pinned_as() for n in r.needs) if r.needs else ""),
-             "run": r.command(), "note": r.note,
+             "run": r.command(), "note": r.note, "fixed": r.fixed,
              "printed": r.printed, "lines": lines(cell.entry, r.printed.output)} for r in _recorded(cell)]
 
 
@@ -49,6 +50,7 @@ def exported(cell: Cell) -> list[dict]:
     for run in runs(cell):
         printed = run["printed"]
         out.append({"command": command(cell), "install": run["install"], "run": run["run"], "note": run["note"],
+                    "fixed": run["fixed"],
                     "tool_version": printed.tool_version, "date": printed.date, "machine": printed.machine,
                     "exit": printed.exit, "output": printed.output,
                     "literal_lines": [n for n, (_, marked) in enumerate(run["lines"], 1) if marked]})
