@@ -12,7 +12,7 @@ import pytest
 
 from kb.records import lint
 from kb.records.fatbin import FATBIN_MAGIC, loads, split_name
-from kb.records.scan import Found, Library, Scan, Wheel, boundary, code_for
+from kb.records.scan import Found, Library, Scan, Wheel, boundary, code_for, regressed
 from kb.repro import fatbin, scan, write
 from kb.site import reproduced
 
@@ -246,9 +246,10 @@ def test_the_scans_block_reads_back_byte_for_byte():
         raw = cell.path.read_bytes()
         assert write.rewritten(cell.path, raw, list(cell.entry.scans), "scans") == raw, cell.id
         for s in cell.entry.scans:
-            # every scan holds a version without the code; one whose newest lacks it too proves no fix yet
+            # every scan holds a version without the code; one whose newest lacks it too proves no fix yet,
+            # one where a release lost it (regressed) names that release
             last, first = boundary(s)
-            assert last is not None, cell.id
+            assert last is not None or regressed(s), cell.id
 
 
 def test_the_platforms_of_aarch64_and_windows():
@@ -320,3 +321,45 @@ def test_the_evidence_line_names_a_platform_other_than_linux_x86_64():
     windows, linux = evidence(cell).split("; lmdeploy ")
     assert "lmdeploy 0.13.0 is the first scanned release with sm_120 code in the Windows wheels, 0.12.3" in windows
     assert linux.startswith("0.13.0 is the first scanned release with sm_120 code, 0.12.3 the last without")
+
+
+# --- a `reader: fatbin-headers` scan (onnxruntime-gpu: cuobjdump stops with "Invalid ELF") ------------
+
+def test_the_header_reader_counts_images_per_architecture_with_their_variant(tmp_path):
+    from tests import fatbin_fixtures as fx
+
+    unit = fx.fatbin(fx.entry("sass", 86), fx.entry("sass", 90, variant="a"),
+                     fx.entry("ptx", 90, variant="a", compressed=True))
+    path = tmp_path / "lib.so"
+    path.write_bytes(fx.library(unit, unit))
+    found = scan.header_images(path, bare=False)
+    assert found == {"ELF": {"sm_86": 2, "sm_90a": 2}, "PTX": {"sm_90a": 2}}
+    bare = tmp_path / "containers.bin"  # a DLL's fat binaries laid end to end (kb.repro.fatbin.containers)
+    bare.write_bytes(unit + unit)
+    assert scan.header_images(bare, bare=True) == found
+    bare.write_bytes(unit[:-8])
+    with pytest.raises(scan.ScanError, match="the fat binary headers cannot be read: broken headers"):
+        scan.header_images(bare, bare=True)
+
+
+def test_cuobjdump_s_partial_listing_must_agree_with_the_headers():
+    headers = {"sm_60": 158, "sm_90": 158}
+    scan.cross_check("ELF", "ELF file    1: lib.1.sm_60.cubin\nELF file    2: lib.2.sm_90.cubin\n", headers)
+    with pytest.raises(scan.ScanError, match=r"do not hold \(sm_90a x1\): kb.records.fatbin misreads"):
+        scan.cross_check("ELF", "ELF file    1: lib.1.sm_90a.cubin\n", headers)
+    with pytest.raises(scan.ScanError, match="not a PTX image"):
+        scan.cross_check("PTX", "ELF file    1: lib.1.sm_60.cubin\n", headers)
+
+
+def test_a_release_that_lost_the_code_is_named_not_given_a_boundary(tmp_path):
+    """onnxruntime-gpu: 1.22.0 and 1.23.2 carry compute_90 PTX in every fat binary, 1.23.0 compute_90a."""
+    (cell,) = [c for c in lint.check([ROOT / "kb" / "entries"]).cells
+               if c.id == "onnxruntime-gpu-1-23-0-compute-90a-ptx-no-kernel-image-sm120"]
+    assert [(s.platform, s.reader) for s in cell.entry.scans] == [("manylinux_2_28_x86_64", "fatbin-headers"),
+                                                                   ("win_amd64", "fatbin-headers")]
+    for s in cell.entry.scans:
+        assert regressed(s) == (["1.22.0", "1.23.2"], ["1.23.0"])
+    line = reproduced.evidence(cell)
+    assert line.startswith("Read in the released wheels with their fat binary headers: onnxruntime-gpu 1.22.0, "
+                           "1.23.2 carry code sm_120 runs, 1.23.0 none")
+    assert regressed(_scan("sm_120", _wheel("1.0", {"sm_90": 1}), _wheel("1.1", {"sm_120": 1}))) is None

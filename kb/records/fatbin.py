@@ -279,9 +279,10 @@ def _units(budget: _Budget, start: int, size: int) -> list[list[Image]]:
     return units
 
 
-def read(path: str, limit: int = MAX_READ) -> Library:
+def read(path: str, limit: int = MAX_READ, bare: bool = False) -> Library:
     """The fatbins of the shared library at `path`. Never raises: a file that cannot be read, is
-    no ELF64 little-endian file or holds broken headers comes back with `problem` set."""
+    no ELF64 little-endian file or holds broken headers comes back with `problem` set. `bare`: the
+    file is fat binaries laid end to end, no ELF around them (a Windows DLL's, kb.repro.fatbin)."""
     library = Library(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -296,6 +297,9 @@ def read(path: str, limit: int = MAX_READ) -> Library:
         library.size = info.st_size
         budget = _Budget(fd, info.st_size, limit)
         try:
+            if bare:
+                library.units += _units(budget, 0, info.st_size)
+                return library
             magic = budget.read(0, 64) if info.st_size >= 64 else b""
             if magic[:4] != b"\x7fELF":
                 library.problem = "not an ELF file"

@@ -16,7 +16,7 @@ wheels hold, naming the scan and the wheel that proves each disagreement.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -110,6 +110,11 @@ class Scan(_Model):
     python: Annotated[str, Field(pattern=r"^3\.[0-9]+$")]
     versions: list[Version_] = Field(min_length=2, max_length=20)
     tool: Install
+    # How the images are counted. Left out: cuobjdump's listings. `fatbin-headers`: kb's own reader
+    # of the fat binaries' entry headers (kb.records.fatbin), for a library cuobjdump stops on ("Invalid
+    # ELF" after its first fat binary: onnxruntime-gpu 1.22-1.23's CUDA provider); cuobjdump still runs,
+    # and what it listed before stopping must agree with the headers (kb.repro.scan.cross_check).
+    reader: Literal["fatbin-headers"] | None = None
     # The newest final release with a wheel for `platform` on the package index when `kb repro
     # --newest --write` last asked; a new one shows as a change to the entry, to be scanned.
     newest: Version_ | None = None
@@ -117,7 +122,8 @@ class Scan(_Model):
     found: Found | None = None
 
     def command(self) -> str:
-        return f"cuobjdump --list-elf --list-ptx {self.library} in {self.package} {', '.join(self.versions)}"
+        how = "fat binary headers (cuobjdump cross-checks)" if self.reader else "cuobjdump --list-elf --list-ptx"
+        return f"{how} {self.library} in {self.package} {', '.join(self.versions)}"
 
 
 # --- what the wheels prove ----------------------------------------------------------------------
@@ -157,6 +163,18 @@ def listing(wheel: Wheel) -> str:
         return " ".join(f"{a} x{n}" for a, n in found.items()) or "none"
     return "; ".join(f"{lib.path}: SASS {images(lib.sass)} | PTX {images(lib.ptx)}" for lib in wheel.libraries) \
         or "no library matches"
+
+
+def regressed(scan: Scan) -> tuple[list[str], list[str]] | None:
+    """(versions with code for the scan's architecture, versions without), in version order, when a
+    version without comes after one with (onnxruntime-gpu 1.23.0 after 1.22.0): no single boundary
+    then. None when the recorded wheels have one (or none is recorded)."""
+    if scan.found is None:
+        return None
+    ordered = sorted(scan.found.wheels, key=lambda w: version_key(w.version))
+    has = [w.version for w in ordered if code_for(w, scan.arch)]
+    lacks = [w.version for w in ordered if not code_for(w, scan.arch)]
+    return (has, lacks) if has and lacks and version_key(lacks[-1]) > version_key(has[0]) else None
 
 
 def boundary(scan: Scan) -> tuple[str | None, str | None]:
