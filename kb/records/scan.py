@@ -4,7 +4,8 @@ A scan is data, like a reproduction (kb.records.reproduction): which package, wh
 (a glob inside the wheel), for which architecture, over which released versions, with which pinned
 cuobjdump; and what was found (`found`, written by `kb repro --write`): for each version the wheel
 pip chose (file name and sha256), the build label its `version.py` carries (torch's `+cu126`), and
-per library the SASS and PTX images cuobjdump listed, counted per architecture. `kb repro` runs
+per library the SASS and PTX images cuobjdump listed (or, with `reader: fatbin-headers`, the fat
+binaries' entry headers held), counted per architecture. `kb repro` runs
 them (kb.repro.scan).
 
 From `found` follow the last version without code for the architecture and the first with it
