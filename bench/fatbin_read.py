@@ -1,4 +1,4 @@
-"""Benchmark: kb.doctor.fatbin's pure-Python reader against NVIDIA's cuobjdump on real libraries.
+"""Benchmark: kb.records.fatbin's pure-Python reader against NVIDIA's cuobjdump on real libraries.
 
 Usage: .venv/bin/python bench/fatbin_read.py [--cuobjdump PATH] [--runs 5] LIBRARY.so [...]
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kb.doctor import fatbin  # noqa: E402
+from kb.records import fatbin  # noqa: E402
 
 # cuobjdump names each image `<lib>.<n>.sm_120a.cubin` / `<lib>.<n>.sm_120.ptx`.
 _LISTED = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.sm_(\d+)([af]?)\.(?:cubin|ptx)$", re.M)

@@ -1,6 +1,6 @@
 """Shared libraries with chosen GPU architectures, written byte by byte for the tests.
 
-The layout is the one kb/doctor/fatbin.py documents and reads (fatbin header 0xBA55ED50, entry
+The layout is the one kb/records/fatbin.py documents and reads (fatbin header 0xBA55ED50, entry
 headers as in RWTH-ACS/cricket cpu/cpu-elf2.c); tests/test_predict.py checks this builder against
 NVIDIA's own ptxas and fatbinary where they are installed, so the two cannot drift apart unseen.
 No binary file is kept in the repository: every fixture is made in the test that uses it.
@@ -19,7 +19,7 @@ def cubin(arch: int, accelerated: bool = False, abi: int = 8, kernels: tuple[str
     """A cubin: its ELF header, with EM_CUDA (190), the SM and the arch-specific bit where ABI
     version `abi` keeps them (LLVM's EF_CUDA_* constants). With `kernels`, a section table follows
     as a real cubin's does: `.nv.info` and `.nv.callgraph`, then `.text.<name>` for each kernel
-    (none: nvlink's device-link output, kb/doctor/fatbin.py); without, the header alone."""
+    (none: nvlink's device-link output, kb/records/fatbin.py); without, the header alone."""
     if abi >= 8:
         flags = (arch << 8) | (0x8 if accelerated else 0) | 0x06000002
     else:

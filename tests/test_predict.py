@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from kb import cli
-from kb.doctor import fatbin, predict, sharedmem
+from kb.doctor import predict, sharedmem
+from kb.records import fatbin
 from kb.records import lint
 from tests import fatbin_fixtures as fx
 

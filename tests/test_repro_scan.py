@@ -11,7 +11,8 @@ import struct
 import pytest
 
 from kb.records import lint
-from kb.records.scan import Found, Library, Scan, Wheel, boundary, code_for
+from kb.records.fatbin import FATBIN_MAGIC, loads, split_name
+from kb.records.scan import Found, Library, Scan, Wheel, boundary, code_for, regressed
 from kb.repro import fatbin, scan, write
 from kb.site import reproduced
 
@@ -73,7 +74,7 @@ def test_the_aarch64_platforms_stop_at_manylinux2014():
 
 def _wheel(version: str, sass: dict[str, int]) -> Wheel:
     return Wheel(version=version, file=f"p-{version}-py3-none-any.whl", sha256="0" * 64,
-                 libraries=[Library(path="p/lib.so", sass=sass, ptx={"sm_80": 1})])
+                 libraries=[Library(path="p/lib.so", sass=sass, ptx={"sm_90a": 1})])  # PTX sm_12x never runs
 
 
 def _scan(arch: str, *wheels: Wheel) -> Scan:
@@ -88,12 +89,50 @@ def test_the_boundary_is_the_last_version_without_code_and_the_first_with_it():
     assert boundary(_scan("sm_120", _wheel("1.0", {"sm_90": 1}), _wheel("1.1", {"sm_100": 1}))) == ("1.1", None)
 
 
-def test_an_arch_specific_cubin_loads_only_on_its_own_architecture_and_ptx_proves_nothing():
+# The driver's rule (kb.records.fatbin.loads), one sentence a case: (kind, image, GPU, runs).
+LOADS = [
+    ("sass", "sm_120", "sm_120", True),    # SASS runs on its own architecture.
+    ("sass", "sm_120", "sm_121", True),    # sm_120 SASS runs on sm_121: same major, older minor.
+    ("sass", "sm_121", "sm_120", False),   # sm_121 SASS does not run on sm_120: its minor is newer.
+    ("sass", "sm_90", "sm_120", False),    # SASS of another major never runs.
+    ("sass", "sm_120a", "sm_120", True),   # arch-specific SASS runs on exactly its architecture...
+    ("sass", "sm_120a", "sm_121", False),  # ...and on no other, not even a newer minor.
+    ("sass", "sm_120f", "sm_121", True),   # family SASS runs within its family from its minor up...
+    ("sass", "sm_121f", "sm_120", False),  # ...but not on an older minor.
+    ("ptx", "compute_90", "sm_120", True),   # portable PTX of an older target is JIT-compiled for sm_120.
+    ("ptx", "compute_52", "sm_121", True),   # however old it is.
+    ("ptx", "compute_121", "sm_120", False),  # portable PTX newer than the GPU is not.
+    ("ptx", "compute_90a", "sm_120", False),  # arch-specific PTX runs only on its own arch (onnxruntime 1.23.0).
+    ("ptx", "compute_120a", "sm_120", True),  # its own arch it runs on.
+    ("ptx", "compute_120f", "sm_121", True),  # family PTX runs within the family from its minor up.
+    ("ptx", "compute_100f", "sm_120", False),  # and not in another family.
+]
+
+
+@pytest.mark.parametrize("kind, image, gpu, expected", LOADS, ids=[f"{k}-{i}-on-{g}" for k, i, g, _ in LOADS])
+def test_the_driver_loads_an_image_by_its_rule(kind, image, gpu, expected):
+    major, minor = divmod(split_name(gpu)[0], 10)
+    assert loads(kind, *split_name(image), major, minor) is expected
+
+
+def test_an_arch_specific_cubin_loads_only_on_its_own_architecture():
     wheel = _wheel("1.0", {"sm_120a": 1})
     assert code_for(wheel, "sm_120") == ["sm_120a"]
     assert code_for(wheel, "sm_121") == []  # sm_120a is not loaded by a 12.1 device
     assert code_for(_wheel("1.0", {"sm_120": 1}), "sm_121") == ["sm_120"]
-    assert code_for(_wheel("1.0", {"sm_90": 1}), "sm_120") == []  # its PTX (sm_80) is not counted
+
+
+def test_portable_ptx_counts_only_where_every_fat_binary_holds_it():
+    """vLLM 0.9.1 (compute_90 PTX x16 beside sm_80 SASS x50) fails on sm_120; onnxruntime-gpu 1.22.0
+    (compute_90 PTX in each fat binary) runs; 1.23.0's compute_90a PTX runs on sm_90 alone."""
+    def one(sass, ptx):
+        return Wheel(version="1.0", file="p-1.0-py3-none-any.whl", sha256="0" * 64,
+                     libraries=[Library(path="p/lib.so", sass=sass, ptx=ptx)])
+    assert code_for(one({"sm_80": 50, "sm_90": 47}, {"sm_52": 1, "sm_90": 16}), "sm_120") == []
+    assert code_for(one({"sm_80": 158, "sm_90": 158}, {"sm_90": 158}), "sm_120") == ["compute_90"]
+    assert code_for(one({"sm_80": 184, "sm_90a": 184}, {"sm_90a": 184}), "sm_120") == []
+    assert code_for(one({}, {"sm_80": 1}), "sm_121") == ["compute_80"]  # PTX alone: each unit has it
+    assert code_for(one({"sm_120": 3}, {"sm_90": 3}), "sm_120") == ["sm_120", "compute_90"]
 
 
 # --- the lint, on the canonical entry with a scan of bitsandbytes 0.45.2 / 0.45.3 -------------------
@@ -158,14 +197,15 @@ def test_a_range_that_leaves_out_a_version_without_code_names_the_scan_and_the_w
     assert "components[0].affected: components[0].affected '<0.45.2' leaves out 0.45.2 but scans[0] " \
            "(bitsandbytes bitsandbytes/libbitsandbytes_cuda12[68].so, 2026-12-05): " \
            "bitsandbytes-0.45.2-py3-none-manylinux_2_24_x86_64.whl (0.45.2) holds " \
-           "bitsandbytes/libbitsandbytes_cuda126.so: SASS sm_80 x1 sm_90 x1 | PTX none: no SASS sm_120 loads; " \
+           "bitsandbytes/libbitsandbytes_cuda126.so: SASS sm_80 x1 sm_90 x1 | PTX none: no code sm_120 runs (no SASS it loads, no PTX it " \
+           "compiles in every fat binary); " \
            "widen it" in found
     assert found.endswith("[KB094]")
 
 
 def test_a_range_that_covers_a_version_with_code_is_refused(tmp_path):
     (found,) = _problems(tmp_path, "{package: bitsandbytes, role: raises, affected: '<0.46'}")
-    assert "includes 0.45.3 but scans[0]" in found and "SASS for sm_120, which sm_120 loads; narrow it" in found
+    assert "includes 0.45.3 but scans[0]" in found and "code for sm_120, which sm_120 runs; narrow it" in found
 
 
 def test_a_fixed_in_the_scan_refutes_is_refused(tmp_path):
@@ -206,9 +246,10 @@ def test_the_scans_block_reads_back_byte_for_byte():
         raw = cell.path.read_bytes()
         assert write.rewritten(cell.path, raw, list(cell.entry.scans), "scans") == raw, cell.id
         for s in cell.entry.scans:
-            # every scan holds a version without the code; one whose newest lacks it too proves no fix yet
+            # every scan holds a version without the code; one whose newest lacks it too proves no fix yet,
+            # one where a release lost it (regressed) names that release
             last, first = boundary(s)
-            assert last is not None, cell.id
+            assert last is not None or regressed(s), cell.id
 
 
 def test_the_platforms_of_aarch64_and_windows():
@@ -222,7 +263,7 @@ def test_the_platforms_of_aarch64_and_windows():
 
 def _container(payload: bytes) -> bytes:
     """A fat binary container as fatbinary.h lays it out: magic, version 1, header size 16, payload size."""
-    return fatbin.MAGIC + struct.pack("<HHQ", 1, 16, len(payload)) + payload
+    return struct.pack("<I", FATBIN_MAGIC) + struct.pack("<HHQ", 1, 16, len(payload)) + payload
 
 
 def _pe(sections: dict[bytes, bytes]) -> bytes:
@@ -280,3 +321,45 @@ def test_the_evidence_line_names_a_platform_other_than_linux_x86_64():
     windows, linux = evidence(cell).split("; lmdeploy ")
     assert "lmdeploy 0.13.0 is the first scanned release with sm_120 code in the Windows wheels, 0.12.3" in windows
     assert linux.startswith("0.13.0 is the first scanned release with sm_120 code, 0.12.3 the last without")
+
+
+# --- a `reader: fatbin-headers` scan (onnxruntime-gpu: cuobjdump stops with "Invalid ELF") ------------
+
+def test_the_header_reader_counts_images_per_architecture_with_their_variant(tmp_path):
+    from tests import fatbin_fixtures as fx
+
+    unit = fx.fatbin(fx.entry("sass", 86), fx.entry("sass", 90, variant="a"),
+                     fx.entry("ptx", 90, variant="a", compressed=True))
+    path = tmp_path / "lib.so"
+    path.write_bytes(fx.library(unit, unit))
+    found = scan.header_images(path, bare=False)
+    assert found == {"ELF": {"sm_86": 2, "sm_90a": 2}, "PTX": {"sm_90a": 2}}
+    bare = tmp_path / "containers.bin"  # a DLL's fat binaries laid end to end (kb.repro.fatbin.containers)
+    bare.write_bytes(unit + unit)
+    assert scan.header_images(bare, bare=True) == found
+    bare.write_bytes(unit[:-8])
+    with pytest.raises(scan.ScanError, match="the fat binary headers cannot be read: broken headers"):
+        scan.header_images(bare, bare=True)
+
+
+def test_cuobjdump_s_partial_listing_must_agree_with_the_headers():
+    headers = {"sm_60": 158, "sm_90": 158}
+    scan.cross_check("ELF", "ELF file    1: lib.1.sm_60.cubin\nELF file    2: lib.2.sm_90.cubin\n", headers)
+    with pytest.raises(scan.ScanError, match=r"do not hold \(sm_90a x1\): kb.records.fatbin misreads"):
+        scan.cross_check("ELF", "ELF file    1: lib.1.sm_90a.cubin\n", headers)
+    with pytest.raises(scan.ScanError, match="not a PTX image"):
+        scan.cross_check("PTX", "ELF file    1: lib.1.sm_60.cubin\n", headers)
+
+
+def test_a_release_that_lost_the_code_is_named_not_given_a_boundary(tmp_path):
+    """onnxruntime-gpu: 1.22.0 and 1.23.2 carry compute_90 PTX in every fat binary, 1.23.0 compute_90a."""
+    (cell,) = [c for c in lint.check([ROOT / "kb" / "entries"]).cells
+               if c.id == "onnxruntime-gpu-1-23-0-compute-90a-ptx-no-kernel-image-sm120"]
+    assert [(s.platform, s.reader) for s in cell.entry.scans] == [("manylinux_2_28_x86_64", "fatbin-headers"),
+                                                                   ("win_amd64", "fatbin-headers")]
+    for s in cell.entry.scans:
+        assert regressed(s) == (["1.22.0", "1.23.2"], ["1.23.0"])
+    line = reproduced.evidence(cell)
+    assert line.startswith("Read in the released wheels with their fat binary headers: onnxruntime-gpu 1.22.0, "
+                           "1.23.2 carry code sm_120 runs, 1.23.0 none")
+    assert regressed(_scan("sm_120", _wheel("1.0", {"sm_90": 1}), _wheel("1.1", {"sm_120": 1}))) is None

@@ -3,7 +3,7 @@
 Given the judged environment's site-packages folders and a GPU (the one probed, or `--target`),
 this stage reads
 
-* the CUDA extension libraries of the serving packages (`KNOWN`), with `kb.doctor.fatbin`, and
+* the CUDA extension libraries of the serving packages (`KNOWN`), with `kb.records.fatbin`, and
   decides for each compiled unit whether the GPU can run it (`runs`, below);
 * the ptxas Triton will call, and whether its CUDA release knows the GPU's target (`PTXAS_KNOWS`);
 * the NCCL wheel's version, judged against the records' NCCL cells (`kb.records.verdict.judge`);
@@ -13,11 +13,8 @@ and hands on a `Prediction` that `kb.doctor.diagnose` prints and that `--fail-on
 
 The rule (NVIDIA, CUDA C++ Programming Guide, "Binary Compatibility" and "Feature Availability",
 https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility and
-https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/compute-capabilities.html):
-a cubin for compute capability X.y runs on X.z with z >= y, never on another major; an
-arch-specific cubin or PTX (`sm_120a`, `compute_120a`) runs only on exactly that capability;
-a family-specific one (`sm_120f`) on the same major with a minor at least its own; plain PTX is
-JIT-compiled by the driver for any GPU of the same or a higher capability.
+https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/compute-capabilities.html)
+is `kb.records.fatbin.loads`, which kb repro's scans use too.
 """
 
 from __future__ import annotations
@@ -30,7 +27,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from kb.doctor import fatbin, sharedmem
+from kb.doctor import sharedmem
+from kb.records import fatbin
 from kb.records.catalog import FAMILIES_URL
 from kb.records.visible import visible
 
@@ -102,13 +100,8 @@ def parse_target(text: str) -> Target:
 
 
 def runs(image: fatbin.Image, target: Target) -> bool:
-    """Whether `target` can run `image` (SASS as it is, PTX after the driver's JIT); rule above."""
-    major, minor = divmod(image.arch, 10)
-    if image.variant == "a":
-        return (major, minor) == (target.major, target.minor)
-    if image.kind == "sass" or image.variant == "f":
-        return major == target.major and minor <= target.minor
-    return (major, minor) <= (target.major, target.minor)
+    """Whether `target` can run `image` (SASS as it is, PTX after the driver's JIT); rule: kb.records.fatbin.loads."""
+    return fatbin.loads(image.kind, image.arch, image.variant, target.major, target.minor)
 
 
 @dataclass
@@ -141,7 +134,7 @@ def judge_library(package: str, library: fatbin.Library, target: Target | None) 
     failing = jit_only = kernel_free = checked = 0
     for unit in library.units:
         if not any(runs(i, target) for i in unit):
-            # a device-link stub holds no kernel (kb.doctor.fatbin): nothing of it is launched
+            # a device-link stub holds no kernel (kb.records.fatbin): nothing of it is launched
             checked += 1
             if checked <= MAX_KERNEL_CHECKS and fatbin.holds_kernels(library.path, unit) is False:
                 kernel_free += 1

@@ -4,7 +4,8 @@ A scan is data, like a reproduction (kb.records.reproduction): which package, wh
 (a glob inside the wheel), for which architecture, over which released versions, with which pinned
 cuobjdump; and what was found (`found`, written by `kb repro --write`): for each version the wheel
 pip chose (file name and sha256), the build label its `version.py` carries (torch's `+cu126`), and
-per library the SASS and PTX images cuobjdump listed, counted per architecture. `kb repro` runs
+per library the SASS and PTX images cuobjdump listed (or, with `reader: fatbin-headers`, the fat
+binaries' entry headers held), counted per architecture. `kb repro` runs
 them (kb.repro.scan).
 
 From `found` follow the last version without code for the architecture and the first with it
@@ -16,27 +17,22 @@ wheels hold, naming the scan and the wheel that proves each disagreement.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from kb.records.fatbin import loads, split_name
 from kb.records.load import dotted
 from kb.records.problems import MISSING, Problem
 from kb.records.reproduction import TOOL_VERSION, Install, Line, locked
 
 # The cuobjdump package a scan may use; its executable's place in the wheel.
 SCAN_TOOLS = {"nvidia-cuda-cuobjdump": "nvidia/*/bin/cuobjdump"}
-# Which SASS a device of each architecture loads. A cubin for X.y runs on X.z with z >= y; an
-# arch-specific one (`a`) only on its own X.y; a family one (`f`) on the family from X.y up. PTX is
-# listed and recorded but not counted: a library's PTX may cover a few kernels only (vLLM 0.9.1 holds
-# compute_52 PTX for one kernel while rms_norm_kernel has SASS only), so it proves no version good.
-RUNS_ON = {
-    "sm_120": ("sm_120", "sm_120a", "sm_120f"),
-    "sm_121": ("sm_120", "sm_120f", "sm_121", "sm_121a", "sm_121f"),
-}
+# What "no code" means in KB094's messages (kb.records.scan.code_for).
+_NO_CODE = " (no SASS it loads, no PTX it compiles in every fat binary)"
 ARCH = re.compile(r"sm_[0-9]+[a-z]?")
 
 
@@ -115,6 +111,11 @@ class Scan(_Model):
     python: Annotated[str, Field(pattern=r"^3\.[0-9]+$")]
     versions: list[Version_] = Field(min_length=2, max_length=20)
     tool: Install
+    # How the images are counted. Left out: cuobjdump's listings. `fatbin-headers`: kb's own reader
+    # of the fat binaries' entry headers (kb.records.fatbin), for a library cuobjdump stops on ("Invalid
+    # ELF" after its first fat binary: onnxruntime-gpu 1.22-1.23's CUDA provider); cuobjdump still runs,
+    # and what it listed before stopping must agree with the headers (kb.repro.scan.cross_check).
+    reader: Literal["fatbin-headers"] | None = None
     # The newest final release with a wheel for `platform` on the package index when `kb repro
     # --newest --write` last asked; a new one shows as a change to the entry, to be scanned.
     newest: Version_ | None = None
@@ -122,7 +123,8 @@ class Scan(_Model):
     found: Found | None = None
 
     def command(self) -> str:
-        return f"cuobjdump --list-elf --list-ptx {self.library} in {self.package} {', '.join(self.versions)}"
+        how = "fat binary headers (cuobjdump cross-checks)" if self.reader else "cuobjdump --list-elf --list-ptx"
+        return f"{how} {self.library} in {self.package} {', '.join(self.versions)}"
 
 
 # --- what the wheels prove ----------------------------------------------------------------------
@@ -137,8 +139,23 @@ def version_key(version: str):
 
 
 def code_for(wheel: Wheel, arch: str) -> list[str]:
-    """The SASS architectures of the wheel's libraries that a device of `arch` loads."""
-    return sorted({a for lib in wheel.libraries for a in lib.sass if a in RUNS_ON[arch]})
+    """The images of the wheel's libraries that a device of `arch` runs, by the driver's rule
+    (kb.records.fatbin.loads): SASS it loads ('sm_120'), and PTX it compiles ('compute_90') when the
+    library holds that PTX in every fat binary, i.e. at least as many times as its most frequent
+    SASS architecture. The count matters because PTX may cover a few kernels only: vLLM 0.9.1's
+    _C.abi3.so holds compute_90 PTX x16 beside sm_80 SASS x50, and fails on sm_120; onnxruntime-gpu
+    1.22.0 holds compute_90 PTX in each of its 158 fat binaries and runs."""
+    major, minor = divmod(split_name(arch)[0], 10)
+
+    def runs(kind: str, name: str) -> bool:
+        return loads(kind, *split_name(name), major, minor)
+
+    found = set()
+    for lib in wheel.libraries:
+        found |= {a for a in lib.sass if runs("sass", a)}
+        units = max(lib.sass.values(), default=0)
+        found |= {"compute_" + a[3:] for a, n in lib.ptx.items() if n >= units and runs("ptx", a)}
+    return sorted(found, key=lambda name: (name.startswith("compute"), split_name(name)))
 
 
 def listing(wheel: Wheel) -> str:
@@ -147,6 +164,18 @@ def listing(wheel: Wheel) -> str:
         return " ".join(f"{a} x{n}" for a, n in found.items()) or "none"
     return "; ".join(f"{lib.path}: SASS {images(lib.sass)} | PTX {images(lib.ptx)}" for lib in wheel.libraries) \
         or "no library matches"
+
+
+def regressed(scan: Scan) -> tuple[list[str], list[str]] | None:
+    """(versions with code for the scan's architecture, versions without), in version order, when a
+    version without comes after one with (onnxruntime-gpu 1.23.0 after 1.22.0): no single boundary
+    then. None when the recorded wheels have one (or none is recorded)."""
+    if scan.found is None:
+        return None
+    ordered = sorted(scan.found.wheels, key=lambda w: version_key(w.version))
+    has = [w.version for w in ordered if code_for(w, scan.arch)]
+    lacks = [w.version for w in ordered if not code_for(w, scan.arch)]
+    return (has, lacks) if has and lacks and version_key(lacks[-1]) > version_key(has[0]) else None
 
 
 def boundary(scan: Scan) -> tuple[str | None, str | None]:
@@ -235,14 +264,14 @@ def _agreement(cell, i: int, scan: Scan, report) -> None:
                 where = (f"components[{j}].affected {component.affected!r}" if in_range
                          else f"components[{j}].builds {wheel.build!r}")
                 report(at + (("affected",) if in_range else ("builds",)), f"{where} includes {v} but {proof}: "
-                       f"SASS for {', '.join(has)}, which {scan.arch} loads; narrow it", "KB094", v)
+                       f"code for {', '.join(has)}, which {scan.arch} runs; narrow it", "KB094", v)
             elif failing is not None and failing.contains(v, prereleases=True):
                 report(at + ("seen_failing",), f"components[{j}].seen_failing {component.seen_failing!r} includes "
-                       f"{v} but {proof}: SASS for {', '.join(has)}, which {scan.arch} loads", "KB094", v)
+                       f"{v} but {proof}: code for {', '.join(has)}, which {scan.arch} runs", "KB094", v)
             continue
         if affected is not None and not in_range and not in_builds:
             report(at + ("affected",), f"components[{j}].affected {component.affected!r} leaves out {v} but "
-                   f"{proof}: no SASS {scan.arch} loads; widen it", "KB094", v)
+                   f"{proof}: no code {scan.arch} runs{_NO_CODE}; widen it", "KB094", v)
         if fixed is not None and not in_builds and version_key(v) >= version_key(fixed):
-            report(at + ("fixed_in",), f"components[{j}].fixed_in {fixed!r} but {proof}: no SASS {scan.arch} "
-                   f"loads in {v}; the first scanned version with it is {first or 'none'}", "KB094", fixed)
+            report(at + ("fixed_in",), f"components[{j}].fixed_in {fixed!r} but {proof}: no code {scan.arch} "
+                   f"runs in {v}{_NO_CODE}; the first scanned version with it is {first or 'none'}", "KB094", fixed)

@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 import struct
 
-# A fat binary container starts with this magic, then a 2-byte version, a 2-byte header size and
-# an 8-byte size of what follows the header (cuda's fatbinary.h, `fatBinaryHeader`).
-MAGIC = struct.pack("<I", 0xBA55ED50)
+from kb.records.fatbin import FATBIN_MAGIC, container_size
+
 SECTION = b".nv_fatb"
 RELOCATABLE = b"__nv_rel"  # `__nv_relfatbin`, cut to a PE section name's 8 bytes
 # Padding runs reach megabytes: found with a regular expression, not a Python loop over bytes.
@@ -87,10 +86,11 @@ def containers(data: bytes) -> bytes:
     name, section = found
     parts, at = [], 0
     while at < len(section):
-        if section[at:at + 4] == MAGIC:
-            if at + 16 > len(section):
-                raise FatbinError(f"fat binary header at {name.decode()} offset {at} is cut off")
-            header, size = struct.unpack_from("<H", section, at + 6)[0], struct.unpack_from("<Q", section, at + 8)[0]
+        sizes = container_size(section[at:at + 16]) if at + 16 <= len(section) else None
+        if sizes is None and section[at:at + 4] == struct.pack("<I", FATBIN_MAGIC):
+            raise FatbinError(f"fat binary header at {name.decode()} offset {at} is cut off")
+        if sizes is not None:
+            header, size = sizes
             end = at + header + size
             if header < 16:
                 raise FatbinError(f"fat binary at {name.decode()} offset {at} gives a header size of {header} (16 or more)")

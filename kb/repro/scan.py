@@ -7,7 +7,8 @@ a folder per release, filled beside and renamed into place like kb.repro.install
 Then each library matching the scan's glob is read out of the wheel into a temporary folder and
 listed with the pinned `cuobjdump --list-elf` and `--list-ptx` (a Windows DLL through its fat
 binaries, kb.repro.fatbin, since cuobjdump on Linux reads ELF files only); the images are counted per
-architecture (`images`). The result (kb.records.scan.Found) is compared with the recorded one.
+architecture (`images`). A scan with `reader: fatbin-headers` counts them from the fat binaries' entry
+headers instead (`header_images`), cuobjdump's partial listing checked against them (`cross_check`). The result (kb.records.scan.Found) is compared with the recorded one.
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ import zipfile
 from pathlib import Path
 
 from kb.records.reproduction import TOOL_VERSION
-from kb.records.scan import SCAN_TOOLS, Found, Library, Scan, Wheel, boundary, listing
+from kb.records.scan import SCAN_TOOLS, Found, Library, Scan, Wheel, boundary, listing, regressed
+from kb.records import fatbin as fatbin_headers
 from kb.repro import fatbin, install
 
 TIMEOUT_S = 600.0
+# Bytes of headers (and PTX heads) a `fatbin-headers` scan reads per library at most: onnxruntime-gpu's
+# CUDA provider (184 fat binaries of 7 entries) needs well under 1 MB; the cap only stops a runaway file.
+HEADER_READ_LIMIT = 256 * 2**20
 # One line of `cuobjdump --list-elf` / `--list-ptx`: "ELF file    8: libbitsandbytes_cuda128.8.sm_120.cubin".
 _IMAGE = re.compile(r"(ELF|PTX) file +[0-9]+: \S*?\.(sm_[0-9]+[a-z]?)\.(cubin|ptx)")
 # What cuobjdump says, on standard error, for a library with no images of the kind asked for.
@@ -43,6 +48,15 @@ def images(kind: str, stdout: str, stderr: str, status: int) -> dict[str, int]:
     """Images per architecture in one cuobjdump listing (`kind` 'ELF' or 'PTX'), in the order of
     their numbers (sm_50 before sm_100). A library without images is an empty listing; any line
     not understood is an error, so that a changed output format is never read as 'no images'."""
+    counts = _listed(kind, stdout)
+    said = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if status != 0 or said:
+        if counts or not said or not all(_NONE.match(line) for line in said):
+            raise ScanError(f"cuobjdump exit status {status}: {said[-1] if said else 'no message'}")
+    return dict(sorted(counts.items(), key=lambda item: _arch_key(item[0])))
+
+
+def _listed(kind: str, stdout: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for line in stdout.splitlines():
         if not line.strip():
@@ -51,11 +65,33 @@ def images(kind: str, stdout: str, stderr: str, status: int) -> dict[str, int]:
         if found is None or found.group(1) != kind:
             raise ScanError(f"cuobjdump printed a line that is not a {kind} image: {line.strip()!r}")
         counts[found.group(2)] = counts.get(found.group(2), 0) + 1
-    said = [line.strip() for line in stderr.splitlines() if line.strip()]
-    if status != 0 or said:
-        if counts or not said or not all(_NONE.match(line) for line in said):
-            raise ScanError(f"cuobjdump exit status {status}: {said[-1] if said else 'no message'}")
-    return dict(sorted(counts.items(), key=lambda item: _arch_key(item[0])))
+    return counts
+
+
+def header_images(path: Path, bare: bool) -> dict[str, dict[str, int]]:
+    """The SASS ("ELF") and PTX images per architecture of the library at `path`, read from its fat
+    binaries' entry headers (kb.records.fatbin), named as cuobjdump names them ('sm_90a' for
+    arch-specific compute_90a PTX too). `bare`: the file holds fat binaries alone (a DLL's)."""
+    library = fatbin_headers.read(str(path), limit=HEADER_READ_LIMIT, bare=bare)
+    if library.problem:
+        raise ScanError(f"the fat binary headers cannot be read: {library.problem}")
+    found: dict[str, dict[str, int]] = {"ELF": {}, "PTX": {}}
+    for image in library.images:
+        counts = found["ELF" if image.kind == "sass" else "PTX"]
+        name = f"sm_{image.arch}{image.variant}"
+        counts[name] = counts.get(name, 0) + 1
+    return {kind: dict(sorted(c.items(), key=lambda item: _arch_key(item[0]))) for kind, c in found.items()}
+
+
+def cross_check(kind: str, stdout: str, found: dict[str, int]) -> None:
+    """A `fatbin-headers` scan's check on kb's reader: each image cuobjdump listed before it stopped
+    (its listing is in file order, so a prefix of the library's images) must be among those the
+    headers gave."""
+    listed = _listed(kind, stdout)
+    wrong = [f"{arch} x{n}" for arch, n in listed.items() if found.get(arch, 0) < n]
+    if wrong:
+        raise ScanError(f"cuobjdump listed {kind} images the fat binary headers do not hold ({', '.join(wrong)}): "
+                        "kb.records.fatbin misreads this library")
 
 
 def _arch_key(arch: str) -> tuple[int, str]:
@@ -176,11 +212,22 @@ def list_wheel(cuobjdump: Path, scan: Scan, version: str, path: Path, timeout: f
                     raise ScanError(f"{path.name}: {name}: {exc}") from None
                 library.write_bytes(code)
             found = {"ELF": {}, "PTX": {}}
+            if scan.reader == "fatbin-headers" and library.stat().st_size:
+                try:
+                    found = header_images(library, bare=pe)
+                except ScanError as exc:
+                    raise ScanError(f"{path.name}: {name}: {exc}") from None
             for kind, option in (("ELF", "--list-elf"), ("PTX", "--list-ptx")):
                 if pe and not library.stat().st_size:
                     continue  # a DLL with neither .nv_fatb nor __nv_rel holds no CUDA code
                 done = _run([str(cuobjdump), option, str(library)], timeout)
-                found[kind] = images(kind, done.stdout, done.stderr, done.returncode)
+                if scan.reader == "fatbin-headers":
+                    try:
+                        cross_check(kind, done.stdout, found[kind])
+                    except ScanError as exc:
+                        raise ScanError(f"{path.name}: {name}: {exc}") from None
+                else:
+                    found[kind] = images(kind, done.stdout, done.stderr, done.returncode)
             libraries.append(Library(path=name, sass=found["ELF"], ptx=found["PTX"]))
             library.unlink()
     return Wheel(version=version, file=path.name, sha256=_sha256(path), build=build, libraries=libraries)
@@ -222,5 +269,9 @@ def differences(scan: Scan, new: Found) -> list[str]:
 
 
 def summary(scan: Scan, found: Found) -> str:
-    last, first = boundary(scan.model_copy(update={"found": found}))
-    return f"last without {scan.arch} SASS {last or '(none scanned)'}, first with it {first or '(none scanned)'}"
+    scan = scan.model_copy(update={"found": found})
+    split = regressed(scan)
+    if split:
+        return f"{scan.arch} runs code of {', '.join(split[0])}, none of {', '.join(split[1])}"
+    last, first = boundary(scan)
+    return f"last without {scan.arch} code {last or '(none scanned)'}, first with it {first or '(none scanned)'}"

@@ -84,6 +84,8 @@ def scans_block(scans) -> str:
         out.append(f"    platform: {_q(s.platform)}\n    python: {_q(s.python)}\n")
         out.append(f"    versions: [{', '.join(_q(v) for v in s.versions)}]\n")
         out.append(f"    tool: {{package: {_q(s.tool.package)}, version: {_q(s.tool.version)}}}\n")
+        if s.reader is not None:
+            out.append(f"    reader: {_q(s.reader)}\n")
         if s.newest is not None:
             out.append(f"    newest: {_q(s.newest)}\n")
         if s.found is None:

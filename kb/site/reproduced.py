@@ -17,7 +17,7 @@ else only the reports its links lead to.
 from __future__ import annotations
 
 from kb.records.reproduction import Reproduction, shown
-from kb.records.scan import boundary
+from kb.records.scan import boundary, regressed
 from kb.records.schema import Cell
 
 
@@ -68,7 +68,11 @@ def evidence(cell: Cell) -> str:
             # Linux x86_64 goes unsaid, as the pages always did; another platform is named.
             among = {"win_amd64": " in the Windows wheels"}.get(
                 s.platform, " in the Linux aarch64 wheels" if s.platform.endswith("_aarch64") else "")
-            if first:
+            split = regressed(s)
+            if split:
+                # A release in between lost the code (onnxruntime-gpu 1.23.0): no single boundary, so name each.
+                has = f"{s.package} {', '.join(split[0])} carry code {s.arch} runs{among}, {', '.join(split[1])} none"
+            elif first:
                 has = f"{s.package} {first} is the first scanned release with {s.arch} code{among}" + \
                     (f", {last} the last without" if last else "")
             else:
@@ -76,7 +80,8 @@ def evidence(cell: Cell) -> str:
                 # version with it, so name the versions read instead.
                 has = f"none of the scanned {s.package} releases ({', '.join(s.versions)}) has {s.arch} code{among}"
             parts.append(f"{has} (wheels read {s.found.date}; bwkb repro {cell.id} reads them again)")
-        return "Read in the released wheels with cuobjdump: " + "; ".join(parts) + "."
+        how = "their fat binary headers" if any(s.reader == "fatbin-headers" for s in scanned) else "cuobjdump"
+        return f"Read in the released wheels with {how}: " + "; ".join(parts) + "."
     if entry.measurements:
         where = sorted({m.conditions.hardware for m in entry.measurements})
         return (f"Measured on {', '.join(where)}: {len(entry.measurements)} measurement(s) whose raw output is "

@@ -1,6 +1,9 @@
-"""Which GPU architectures a shared library carries: the fatbins in its ELF sections, read in Python.
+"""Which GPU architectures a shared library carries: the fatbins in its ELF sections, read in Python,
+and which of those images a GPU can run (`loads`).
 
-`kb doctor` predicts "no kernel image is available for execution on the device" before the first
+Shared by kb.doctor and kb.repro (neither may import the other; kb/records is before both): the
+fat binary header (`FATBIN_MAGIC`, `container_size`) and the driver's loading rule are written here
+once. `kb doctor` predicts "no kernel image is available for execution on the device" before the first
 request by reading, for each CUDA extension library of the judged environment, the SASS (cubin)
 and PTX images its fatbins hold. It hands on a `Library` per file: one `Unit` per fatbin (one per
 compiled translation unit), each a list of `Image`s (kind, architecture, variant, compressed).
@@ -67,7 +70,39 @@ MAX_KERNEL_CHECK = 1 << 20  # bytes read per unit to tell whether it holds a ker
 PEEK_PTX = 4096  # a PTX file's `.target` line comes after its header comments
 SCAN_CHUNK = 64 * 1024  # read when looking for the next fatbin after padding
 
+_NAME = re.compile(r"(?:sm|compute)_([1-9][0-9]?[0-9])([af]?)")
 _TARGET = re.compile(rb"^\s*\.target\s+sm_(\d+)([af]?)\b", re.M)
+
+
+def loads(kind: str, arch: int, variant: str, major: int, minor: int) -> bool:
+    """Whether a GPU of compute capability major.minor runs an image of `kind` ("sass" or "ptx") for
+    `arch` (120 for sm_120) with `variant` ("", "a" or "f"): the driver's rule (NVIDIA, CUDA C++
+    Programming Guide, "Binary Compatibility" and "Feature Availability"). A cubin for X.y runs on X.z
+    with z >= y, never on another major; an arch-specific cubin or PTX (`sm_120a`, `compute_90a`)
+    only on exactly that capability; a family-specific one (`sm_120f`) on the same major with a minor
+    at least its own; plain PTX is JIT-compiled for any GPU of the same or a higher capability."""
+    own = divmod(arch, 10)
+    if variant == "a":
+        return own == (major, minor)
+    if kind == "sass" or variant == "f":
+        return own[0] == major and own[1] <= minor
+    return own <= (major, minor)
+
+
+def split_name(name: str) -> tuple[int, str]:
+    """(120, "a") for "sm_120a" or "compute_120a": the architecture and variant of an image's name as
+    cuobjdump and `Image.name` write it."""
+    found = _NAME.fullmatch(name)
+    if found is None:
+        raise ValueError(f"not an architecture name such as sm_120 or compute_90a: {name!r}")
+    return int(found.group(1)), found.group(2)
+
+
+def container_size(head: bytes) -> tuple[int, int] | None:
+    """(header size, size of what follows the header) of the fat binary whose first 16 bytes are
+    `head`; None when they do not start with FATBIN_MAGIC."""
+    magic, _version, header_size, size = struct.unpack_from("<IHHQ", head)
+    return (header_size, size) if magic == FATBIN_MAGIC else None
 
 
 class _Capped(Exception):
@@ -215,9 +250,8 @@ def _units(budget: _Budget, start: int, size: int) -> list[list[Image]]:
     counted = [0]
     offset, end = start, start + size
     while offset + 16 <= end:
-        head = budget.read(offset, 16)
-        magic, _version, header_size, fat_size = struct.unpack("<IHHQ", head)
-        if magic != FATBIN_MAGIC:
+        sizes = container_size(budget.read(offset, 16))
+        if sizes is None:
             # padding between fatbins: the next one starts on an 8-byte boundary further on
             chunk = budget.read(offset, min(SCAN_CHUNK, end - offset))
             found = -1
@@ -234,6 +268,7 @@ def _units(budget: _Budget, start: int, size: int) -> list[list[Image]]:
                 continue
             offset += found
             continue
+        header_size, fat_size = sizes
         if header_size < 16 or offset + header_size + fat_size > end:
             raise _Bad(f"fatbin at offset {offset:,} claims {fat_size:,} bytes, past its section's end at {end:,}")
         if len(units) >= MAX_UNITS:
@@ -244,9 +279,10 @@ def _units(budget: _Budget, start: int, size: int) -> list[list[Image]]:
     return units
 
 
-def read(path: str, limit: int = MAX_READ) -> Library:
+def read(path: str, limit: int = MAX_READ, bare: bool = False) -> Library:
     """The fatbins of the shared library at `path`. Never raises: a file that cannot be read, is
-    no ELF64 little-endian file or holds broken headers comes back with `problem` set."""
+    no ELF64 little-endian file or holds broken headers comes back with `problem` set. `bare`: the
+    file is fat binaries laid end to end, no ELF around them (a Windows DLL's, kb.repro.fatbin)."""
     library = Library(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -261,6 +297,9 @@ def read(path: str, limit: int = MAX_READ) -> Library:
         library.size = info.st_size
         budget = _Budget(fd, info.st_size, limit)
         try:
+            if bare:
+                library.units += _units(budget, 0, info.st_size)
+                return library
             magic = budget.read(0, 64) if info.st_size >= 64 else b""
             if magic[:4] != b"\x7fELF":
                 library.problem = "not an ELF file"
