@@ -424,14 +424,15 @@ CUTE_MMA = "cutlass-dsl-4-5-0-mma-block-scale-ptxas-sm12x"
 
 def test_the_cute_dsl_4_5_0_compile_prints_the_ptxas_line_for_both_targets(cells):
     """libs-base 4.5.0 (the DSL of nvidia-cutlass-dsl 4.5.0) compiling the driver's one-MMA kernel for
-    sm_120a and sm_121a prints cutlass#3227's ptxas line; it differs from the paste only where kb match
-    normalises (the PTX line number, the assembler's three spaces before the colon), and the IR dump
-    that ends the DSL's message is left out."""
+    sm_120a and sm_121a prints cutlass#3227's ptxas line, and 4.4.2 for sm_120a (its scale factors
+    given the 4.4 way); it differs from the paste only where kb match normalises (the PTX line number,
+    the assembler's three spaces before the colon), and the IR dump ending the DSL's message is left out."""
     cell = next(c for c in cells if c.id == CUTE_MMA)
     runs = cell.entry.reproductions
-    assert [r.command() for r in runs] == [f"python cute_dsl_op.py --arch={a} --kernel=mxf4nvf4-mma"
-                                           for a in ("sm_120a", "sm_121a")]
-    assert {(r.install.package, r.install.version) for r in runs} == {("nvidia-cutlass-dsl-libs-base", "4.5.0")}
+    assert [(r.install.version, r.command()) for r in runs] == [
+        (v, f"python cute_dsl_op.py --arch={a} --kernel=mxf4nvf4-mma")
+        for v, a in (("4.5.0", "sm_120a"), ("4.5.0", "sm_121a"), ("4.4.2", "sm_120a"))]
+    assert {r.install.package for r in runs} == {"nvidia-cutlass-dsl-libs-base"}
     literal = cell.entry.signatures[0].text
     for run in runs:
         line = next(x for x in run.printed.output.splitlines() if "ptxas application ptx input" in x)

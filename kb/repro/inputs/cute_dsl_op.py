@@ -25,6 +25,7 @@ From 4.5 the `nvidia-cutlass-dsl` wheel is empty and the DSL is in `nvidia-cutla
 """
 
 import argparse
+import inspect
 import os
 import re
 import site
@@ -65,6 +66,19 @@ def compile_kernel(name):
     if name != "mxf4nvf4-mma":
         sys.exit(f"cute_dsl_op.py: no kernel {name!r}; known: mxf4nvf4-mma")
 
+    # 4.5 takes the scale factors as operands after A and B (its mma_atom_call's `a` may be a list);
+    # 4.4 takes them as fields of the atom, pointers to the registers. Outside the kernel, so that
+    # the DSL traces this choice as Python rather than as a branch of the kernel.
+    variadic = "List" in str(inspect.signature(cute.mma_atom_call).parameters["a"].annotation)
+
+    def block_scaled_mma(atom, acc, a, b, scale_a, scale_b):
+        if variadic:
+            cute.mma_atom_call(atom, acc, [a, scale_a], [b, scale_b], acc)
+            return
+        atom.set(warp.Field.SFA, scale_a.iterator)
+        atom.set(warp.Field.SFB, scale_b.iterator)
+        cute.mma_atom_call(atom, acc, a, b, acc)
+
     @cute.kernel
     def mxf4nvf4_mma(out: cute.Tensor):
         # One SM120 block-scaled MMA (m16n8k64, E2M1 operands, UE4M3 scales, one scale per 16 values)
@@ -78,7 +92,7 @@ def compile_kernel(name):
         scale_b = cute.make_rmem_tensor((4,), cutlass.Float8E4M3FN)
         acc = cute.make_rmem_tensor((4,), cutlass.Float32)
         acc.fill(0.0)
-        cute.mma_atom_call(atom, acc, [a, scale_a], [b, scale_b], acc)
+        block_scaled_mma(atom, acc, a, b, scale_a, scale_b)
         out[0] = acc[0]
 
     @cute.jit
