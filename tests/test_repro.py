@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 
 from kb import cli
 from kb.records import lint, reproduction
+from kb.records.normalise import normalise
 from kb.repro import install, write
 
 from conftest import ROOT
@@ -422,6 +423,77 @@ def test_a_bad_cute_dsl_reproduction_names_its_field(tmp_path, cells, old, new, 
     (tmp_path / cell.path.name).write_text(text.replace(old, new, 1), encoding="utf-8")
     found = [p for p in lint.check([tmp_path]).problems if p.code == "KB091"]
     assert [p.loc for p in found if says in p.message] == [loc], [p.format() for p in found]
+
+
+CUTE_MMA = "cutlass-dsl-4-5-0-mma-block-scale-ptxas-sm12x"
+
+
+def test_the_cute_dsl_4_5_0_compile_prints_the_ptxas_line_for_both_targets(cells):
+    """libs-base 4.5.0 (the DSL of nvidia-cutlass-dsl 4.5.0) compiling the driver's one-MMA kernel for
+    sm_120a and sm_121a prints cutlass#3227's ptxas line, and 4.4.2 for sm_120a (its scale factors
+    given the 4.4 way); it differs from the paste only where kb match normalises (the PTX line number,
+    the assembler's three spaces before the colon), and the IR dump ending the DSL's message is left out."""
+    cell = next(c for c in cells if c.id == CUTE_MMA)
+    runs = cell.entry.reproductions
+    assert [(r.install.version, r.command()) for r in runs] == [
+        (v, f"python cute_dsl_op.py --arch={a} --kernel=mxf4nvf4-mma")
+        for v, a in (("4.5.0", "sm_120a"), ("4.5.0", "sm_121a"), ("4.4.2", "sm_120a"))]
+    assert {r.install.package for r in runs} == {"nvidia-cutlass-dsl-libs-base"}
+    literal = cell.entry.signatures[0].text
+    for run in runs:
+        line = next(x for x in run.printed.output.splitlines() if "ptxas application ptx input" in x)
+        assert line.endswith("ptxas application ptx input, line 28; error   : Unexpected instruction types "
+                             "specified for '_mma'")
+        assert normalise(literal) in normalise(line)
+        assert run.printed.output.splitlines()[-1] == "(31 lines of the failing operation's IR left out)"
+        assert run.printed.exit == 1
+
+
+def _cute_driver(monkeypatch):
+    """cute_dsl_op.py as a module; the DSL is imported only when an op or kernel is asked for."""
+    import importlib.util
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    spec = importlib.util.spec_from_file_location("cute_dsl_driver", reproduction.INPUTS / "cute_dsl_op.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cute_dsl_driver_leaves_out_the_ir_dump_and_names_the_libs_wheel(monkeypatch):
+    driver = _cute_driver(monkeypatch)
+
+    class DSLRuntimeError(Exception):
+        pass
+
+    failed = DSLRuntimeError("\x1b[1mICE\x1b[0m\nerror: ptxas says no   \n note: unknown: see current operation: \n"
+                             "  \"gpu.module\"() ({\n  }) : () -> ()")
+    assert driver.described(failed) == (f"{__name__}.{DSLRuntimeError.__qualname__}: ICE\nerror: ptxas says no\n"
+                                        "(2 lines of the failing operation's IR left out)")
+    assert driver.described(ValueError("one\ntwo")) == "ValueError: one\ntwo"  # no dump: all of it
+
+    def version(name):
+        if name != "nvidia-cutlass-dsl-libs-base":
+            raise driver.metadata.PackageNotFoundError(name)
+        return "4.5.0"
+
+    monkeypatch.setattr(driver.metadata, "version", version)
+    printed = driver.dsl_version()
+    assert printed == "nvidia-cutlass-dsl-libs-base 4.5.0"
+    assert reproduction.VERSION_LINE["cute-dsl"].search(printed).group(1) == "4.5.0"
+    monkeypatch.setattr(driver.metadata, "version", lambda name: version(""))
+    assert driver.dsl_version().startswith("none of nvidia-cutlass-dsl, ")
+
+
+def test_a_libs_base_release_outside_the_range_is_named(tmp_path, cells):
+    """The libs-base wheel counts as nvidia-cutlass-dsl for the entry's range (KB091)."""
+    cell = next(c for c in cells if c.id == CUTE_MMA)
+    text = cell.path.read_text(encoding="utf-8")
+    old = '{package: "nvidia-cutlass-dsl-libs-base", version: "4.5.0"}'
+    assert old in text
+    (tmp_path / cell.path.name).write_text(text.replace(old, old.replace("4.5.0", "4.5.1"), 1), encoding="utf-8")
+    found = [p for p in lint.check([tmp_path]).problems if p.code == "KB091"]
+    assert [p.loc for p in found if "outside this entry's range" in p.message] == ["reproductions[0].install.version"]
 
 
 def test_a_recorded_output_reads_back_and_survives_kb_refresh_rewriting_the_file():

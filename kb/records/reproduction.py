@@ -52,12 +52,14 @@ WHEEL_FILE_SUFFIX = {"triton": ".py", "cmake": ".cmake"}
 # their `affected` range (KB091).
 TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit"),
                    "triton": ("triton",), "nvidia-cuda-toolkit": ("cuda", "cuda-toolkit"),
-                   "nvidia-cutlass-dsl": ("nvidia-cutlass-dsl",)}
+                   "nvidia-cutlass-dsl": ("nvidia-cutlass-dsl",),
+                   # from 4.5 the DSL is in this wheel, released with nvidia-cutlass-dsl at the same version
+                   "nvidia-cutlass-dsl-libs-base": ("nvidia-cutlass-dsl",)}
 # The version line each tool prints: `ptxas --version` on its last-but-one line "Cuda compilation tools,
 # release 12.8, V12.8.93"; the triton driver's `--version` "triton 3.7.0".
 TOOL_VERSION = re.compile(r"\bV([0-9]+(?:\.[0-9]+)+)\b")
 VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$"), "nvcc": TOOL_VERSION,
-                "cute-dsl": re.compile(r"^nvidia-cutlass-dsl ([0-9]+(?:\.[0-9]+)+)$"),
+                "cute-dsl": re.compile(r"^nvidia-cutlass-dsl(?:-libs-base|-libs-cu13)? ([0-9]+(?:\.[0-9]+)+)$"),
                 "cmake": re.compile(r"^cmake version ([0-9]+(?:\.[0-9]+)+)$")}
 
 
