@@ -177,6 +177,7 @@ class Matcher:
             behind = stop - keep
         for hit in hits.values():
             hit.lines.sort()
+            hit.score = signature_score(hit.signatures, hit.found)  # once, from every line each signature matched
         return sorted(hits.values(), key=lambda h: (-h.score, h.entry))
 
     def _scan_block(self, buffer: bytearray, start: int, end: int, number: int, hits: dict[str, Hit],
@@ -242,7 +243,6 @@ class Matcher:
         hit.specific = hit.specific or not rule.generic
         hit.signatures.setdefault(rule.signature, rule.weight)
         hit.found.setdefault(rule.signature, set()).update(texts)
-        hit.score = signature_score(hit.signatures, hit.found)
         for number, text in texts.items():
             hit.own.update((number, capability) for capability in rule.own)
             if number not in hit.texts:

@@ -64,7 +64,6 @@
     hit.found = hit.found || {};
     var lines = hit.found[rule.signature] = hit.found[rule.signature] || [];
     numbers.forEach(function (n) { if (lines.indexOf(n) === -1) { lines.push(n); } });
-    hit.score = signatureScore(hit.signatures, hit.found);
     numbers.forEach(function (n) { if (!(n in hit.texts)) { hit.lines.push(n); hit.texts[n] = texts[n - 1]; } });
   }
 
@@ -109,7 +108,10 @@
       done: function () { return next >= lines.length; },
       step: function (count) { for (var end = Math.min(lines.length, next + count); next < end; next++) scan(next); },
       result: function () {
-        Object.keys(hits).forEach(function (k) { hits[k].lines.sort(function (a, b) { return a - b; }); });
+        Object.keys(hits).forEach(function (k) {
+          hits[k].lines.sort(function (a, b) { return a - b; });
+          hits[k].score = signatureScore(hits[k].signatures, hits[k].found); // once, from every line each matched
+        });
         return finish(e, text, lines, hits);
       },
       // The family answer of the lines read so far (the page shows it only when no entry matched).
