@@ -148,22 +148,17 @@ def on_post_page(output, page, config):
     # it is, since shells and `kb build`'s splices put bodies in place without passing through here.
     run = _run(config)
     kind = run.stand_ins.get(page.file.src_uri)
+    fragment = run.fragments.get(page.url) if kind is None else None
+    if fragment is not None and output.count(fragment) == 1:
+        # Kept so `kb build` can put a new fragment in place next time (kb.site.incremental).
+        before, after = (indent.strip(part) for part in output.split(fragment))
+        run.splices[f"{page.url}index.html"] = (before, after)
+        return before + fragment + after
+    output = indent.strip(output)
     if kind is not None:
-        output = indent.strip(output)
         run.shells[kind] = shell.Shell(output, kind)
     elif page.url in run.fragments:
-        # Kept so `kb build` can put a new fragment in place next time (kb.site.incremental).
-        fragment = run.fragments[page.url]
-        cut = fragment is not None and output.count(fragment) == 1
-        if cut:
-            before, after = (indent.strip(part) for part in output.split(fragment))
-            output = before + fragment + after
-            run.splices[f"{page.url}index.html"] = (before, after)
-        else:
-            output = indent.strip(output)
-            run.splices[f"{page.url}index.html"] = None
-    else:
-        output = indent.strip(output)
+        run.splices[f"{page.url}index.html"] = None
     return output
 
 
