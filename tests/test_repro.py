@@ -38,9 +38,11 @@ END_TO_END = "flashinfer-aot-cvt-e2m1x2-not-supported-sm120"
 TRITON = {"triton-getmmaversionsafe-compute-capability-not-supported-sm120",
           "triton-llvm-sm120-unrecognized-shfl-sync-cannot-select", "triton-ptxas-sm120-gpu-name-not-defined",
           "triton-ptxas-sm121a-gpu-name-not-defined", "mla-decode-fp8-kv-triton-shared-memory",
-          "sglang-fused-moe-default-config-smem-147456-sm12x", "triton-llvm-sm121a-unrecognized-shfl-sync-cannot-select-gb10"}
+          "sglang-fused-moe-default-config-smem-147456-sm12x", "triton-llvm-sm121a-unrecognized-shfl-sync-cannot-select-gb10",
+          "sglang-context-attention-fwd-block128-smem-131072-sm12x"}
 MLA = "mla-decode-fp8-kv-triton-shared-memory"
 MOE = "sglang-fused-moe-default-config-smem-147456-sm12x"
+PREFILL = "sglang-context-attention-fwd-block128-smem-131072-sm12x"
 
 
 @pytest.fixture(scope="module")
@@ -360,6 +362,22 @@ def test_the_sglang_moe_runs_compile_the_wheels_kernel_for_both_capabilities(cel
         assert reproduction.shown(cell.entry, lines[1]) and not reproduction.shown(cell.entry, lines[2])
     # each run says where its arguments come from, the first in full
     assert "invoke_fused_moe_kernel" in runs[0].note and "capability 120 run above" in runs[1].note
+
+
+def test_the_sglang_prefill_runs_compile_both_wheels_kernel_in_fp32_and_bf16(cells):
+    """SGLang's context_attention_fwd with its capability-12 tile (128x128, head 128) needs 131,072 bytes
+    with fp32 inputs, the entry's number, compiled from the 0.5.12 wheel and from the newest read, where
+    the file moved; the same call in bf16 needs 65,536 and fits, which is why the entry names fp32."""
+    cell = next(c for c in cells if c.id == PREFILL)
+    runs = cell.entry.reproductions
+    assert [(r.kernel.package, r.kernel.version) for r in runs] == [("sglang", "0.5.12"), ("sglang", "0.5.23")]
+    assert runs[0].kernel.path.startswith("sglang/srt/") and runs[1].kernel.path.startswith("sglang/kernels/")
+    for r in runs:
+        assert r.command().startswith("python triton_compile.py --capability=120 --kernel=_fwd_kernel ")
+        lines = r.printed.output.splitlines()
+        assert lines[0].endswith("Out:*fp32: shared=131072") and lines[2].endswith("Out:*bf16: shared=65536")
+        assert reproduction.shown(cell.entry, lines[1]) and len(lines) == 3
+    assert "test_context_attention" in runs[0].note and "0.5.12 run above" in runs[1].note
 
 
 def _driver(monkeypatch):
