@@ -84,7 +84,9 @@ def test_every_tool_version_is_the_pinned_release_and_in_the_entrys_ranges(cells
         assert (reproduction.INPUTS / r.run.input).is_file()
         for component in cell.entry.components:
             if component.affected and component.package in reproduction.TOOL_COMPONENTS.get(r.install.package, ()):
-                assert SpecifierSet(component.affected).contains(r.install.upstream(), prereleases=True), (cell.id, i)
+                # a run that shows the failure is on an affected release, a `fixed` run on one past the range
+                inside = SpecifierSet(component.affected).contains(r.install.upstream(), prereleases=True)
+                assert inside != r.fixed, (cell.id, i)
             if component.affected and r.kernel is not None and component.package == r.kernel.package:
                 inside = SpecifierSet(component.affected).contains(r.kernel.version, prereleases=True)
                 assert inside != r.fixed, (cell.id, i)
@@ -161,8 +163,9 @@ def test_an_unreachable_index_is_one_clear_line(tmp_path, monkeypatch, capsys):
     entry = "triton-ptxas-sm120-gpu-name-not-defined"  # ptxas 12.4.131, never in the tool wheelhouse
     assert cli.main(["repro", entry]) == 2
     lines = capsys.readouterr().out.splitlines()
-    # one line per reproduction of the entry: its ptxas run, then its Triton 3.2.0 run
-    assert [line.split(":")[0] for line in lines] == [f"error    {entry} reproductions[{n}]" for n in (0, 1)], lines
+    # one line per reproduction of the entry: its ptxas 12.4 run, its Triton 3.2.0 run, then the fixed
+    # runs (Triton 3.3.0, ptxas 12.8.93)
+    assert [line.split(":")[0] for line in lines] == [f"error    {entry} reproductions[{n}]" for n in range(4)], lines
     assert lines[1].endswith("cannot reach the package index to get triton==3.2.0 ([Errno 111] Connection refused); "
                              "check the network and pip's index settings (`pip config list`), or pass --wheelhouse "
                              "DIR holding its wheel"), lines[1]
@@ -452,7 +455,7 @@ def test_the_cute_dsl_4_5_0_compile_prints_the_ptxas_line_for_both_targets(cells
     given the 4.4 way); it differs from the paste only where kb match normalises (the PTX line number,
     the assembler's three spaces before the colon), and the IR dump ending the DSL's message is left out."""
     cell = next(c for c in cells if c.id == CUTE_MMA)
-    runs = cell.entry.reproductions
+    runs = [r for r in cell.entry.reproductions if not r.fixed]
     assert [(r.install.version, r.command()) for r in runs] == [
         (v, f"python cute_dsl_op.py --arch={a} --kernel=mxf4nvf4-mma")
         for v, a in (("4.5.0", "sm_120a"), ("4.5.0", "sm_121a"), ("4.4.2", "sm_120a"))]
@@ -465,6 +468,19 @@ def test_the_cute_dsl_4_5_0_compile_prints_the_ptxas_line_for_both_targets(cells
         assert normalise(literal) in normalise(line)
         assert run.printed.output.splitlines()[-1] == "(31 lines of the failing operation's IR left out)"
         assert run.printed.exit == 1
+
+
+def test_the_cute_dsl_4_5_1_compile_of_the_same_kernel_succeeds_for_both_targets(cells):
+    """libs-base 4.5.1, the release whose CHANGELOG lists cutlass#3227 fixed, compiles the same one-MMA
+    kernel for both targets: the fixed runs print the driver's success line alone and exit 0."""
+    cell = next(c for c in cells if c.id == CUTE_MMA)
+    fixed = [r for r in cell.entry.reproductions if r.fixed]
+    assert [(r.install.package, r.install.version, r.command()) for r in fixed] == [
+        ("nvidia-cutlass-dsl-libs-base", "4.5.1", f"python cute_dsl_op.py --arch={a} --kernel=mxf4nvf4-mma")
+        for a in ("sm_120a", "sm_121a")]
+    for run in fixed:
+        assert (run.printed.output, run.printed.exit) == ("compiled mxf4nvf4-mma\n", 0)
+        assert reproduction.shown(cell.entry, run.printed.output) == []
 
 
 def _cute_driver(monkeypatch):
