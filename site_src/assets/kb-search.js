@@ -358,7 +358,7 @@
   // At a cut edge of the query its first or last number may be the start or end of the literal's.
   function agree(query, numbers) {
     var left = numbers.slice();
-    var endCut = /[0-9]$/.test(query.normal), startCut = /^[0-9]/.test(query.normal);
+    var endCut = cutNumber(query, "end"), startCut = cutNumber(query, "start");
     var last = query.numbers.length - 1, missing = 0;
     query.numbers.forEach(function (n, i) {
       var at = left.indexOf(n);
@@ -371,6 +371,13 @@
     return !(left.length && missing);
   }
 
+  // Whether the query starts (ends) with a number that a cut may have shortened: a number standing
+  // alone at that edge, not the digits of a word (`gemm1` at the end is a word: its 1 is not the
+  // start of the literal's 120).
+  function cutNumber(query, edge) {
+    return (edge === "end" ? /(?:^|[^a-z0-9])[0-9]+$/i : /^[0-9]+(?:[^a-z0-9]|$)/i).test(query.normal);
+  }
+
   // The share of the query's numbers that the literal has too (0 when the query has none):
   // what tells `major versions [12]` from `[10]`, or one launch shape from another. A number
   // at a cut edge of the query may be the start (or end) of the literal's.
@@ -378,7 +385,7 @@
     var numbers = query.numbers;
     if (!numbers.length) return 0;
     var left = literal.slice(), common = 0;
-    var endCut = /[0-9]$/.test(query.normal), startCut = /^[0-9]/.test(query.normal);
+    var endCut = cutNumber(query, "end"), startCut = cutNumber(query, "start");
     numbers.forEach(function (n, i) {
       var at = left.indexOf(n);
       if (at < 0 && endCut && i === numbers.length - 1) {
