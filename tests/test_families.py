@@ -15,11 +15,10 @@ from kb.records import families, lint, patterns
 from kb.triage import familyanswer, match
 
 from conftest import FIXTURES, ROOT
+from family_lines import family_only, orphan_lines
 
 GOOD = FIXTURES / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml"
-# Verbatim from the family's source (https://github.com/xsuite/xsuite/issues/684): no entry's signature.
-XSUITE_684 = ("CUDADriverError: CUDA_ERROR_NO_BINARY_FOR_GPU: no kernel image is available for execution on the "
-              "device.")
+
 
 
 def test_the_shipped_families_are_clean_and_cover_the_survey_families():
@@ -76,18 +75,19 @@ def _match(tmp_path, text: str, *options: str):
 
 
 def test_a_line_only_a_family_knows_gets_the_family_answer_text_and_json(tmp_path):
-    log = f"Running xsuite on NVIDIA GeForce RTX 5090\n{XSUITE_684}\n"
+    line = family_only()
+    log = f"Running on NVIDIA GeForce RTX 5090\n{line}\n"
     done = _match(tmp_path, log, "--json")
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout) == [{
         "answer": "family", "entry": None, "family": "no-code-for-gpu", "title": "The binary has no code for your GPU",
-        "url": "families/no-code-for-gpu/", "lines": [2], "signature": XSUITE_684,
+        "url": "families/no-code-for-gpu/", "lines": [2], "signature": line,
         "check": "python -c \"import torch; print(torch.cuda.get_arch_list())\"",
         "fix": next(r for r in families.load_families(families.HERE)[0] if r.id == "no-code-for-gpu").family.fix}]
     text = _match(tmp_path, log).stdout
     assert text.startswith("no known failure matches this log\n\nFamily answer (no entry matches;")
     assert "[no-code-for-gpu]\n   families/no-code-for-gpu/\n" in text
-    assert f"   line 2: {XSUITE_684}\n" in text
+    assert f"   line 2: {line}\n" in text
 
 
 TORCH_LINE = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
@@ -130,7 +130,7 @@ def test_entries_that_match_only_a_generic_line_come_below_the_family_answer(tmp
 
 def test_no_family_answer_for_a_log_of_another_gpu(tmp_path):
     """The families are about sm_120 and sm_121: a log whose GPU is an H100 gets none (issue 35 item 2)."""
-    done = _match(tmp_path, f"GPU 0: NVIDIA H100 80GB HBM3\n{XSUITE_684}\n", "--json")
+    done = _match(tmp_path, f"GPU 0: NVIDIA H100 80GB HBM3\n{family_only()}\n", "--json")
     assert done.returncode == 1 and json.loads(done.stdout) == []
 
 
@@ -170,7 +170,7 @@ def test_a_warm_family_answer_comes_from_the_cache_without_the_records_model(tmp
     of the family records' model (kb.triage.familyanswer.load, cached like the entries' rules),
     and gives the same answer as the first run, which compiled the family files."""
     log = tmp_path / "log.txt"
-    log.write_text(f"Running xsuite on NVIDIA GeForce RTX 5090\n{XSUITE_684}\n", encoding="utf-8")
+    log.write_text(f"Running on NVIDIA GeForce RTX 5090\n{family_only()}\n", encoding="utf-8")
     code = ("import sys, json; from pathlib import Path; from kb.triage import run; "
             f"found = run.triage(Path({str(ROOT / 'kb' / 'entries')!r}), open({str(log)!r}, 'rb'), request=False); "
             "print(json.dumps([[h.as_json() for h in found.families], len(found.hits), 'pydantic' in sys.modules, "
@@ -182,19 +182,7 @@ def test_a_warm_family_answer_comes_from_the_cache_without_the_records_model(tmp
     assert second[2:] == [False, False]
 
 
-def _orphan_lines() -> list[tuple[str, str]]:
-    """(family, line) for every family pattern's own literal that no entry's signature matches: the
-    lines that must get the family's answer. Read from the records each run, so an entry that adopts
-    one of them takes it off this list instead of breaking a hand-kept vector (it happened three times)."""
-    from kb.triage import rules as triage_rules
-
-    records, _ = families.load_families(families.HERE)
-    entries = match.Matcher(triage_rules.rules(lint.check([ROOT / "kb" / "entries"]).cells))
-    return [(record.id, pattern.text) for record in records for pattern in record.family.patterns
-            if not entries.scan(io.BytesIO(pattern.text.encode("utf-8")))]
-
-
-ORPHANS = _orphan_lines()
+ORPHANS = list(orphan_lines())
 
 
 def test_some_family_lines_have_no_entry():
