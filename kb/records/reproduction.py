@@ -39,28 +39,37 @@ INPUTS = REPRO / "inputs"
 # binary in Debian's nvidia-cuda-toolkit (its /usr/bin/nvcc is a script calling that absolute path);
 # cmake is the binary of the PyPI `cmake` wheel, which finds its modules beside it (cmake/data/share/).
 TOOLS = {"ptxas": "nvidia/*/bin/ptxas", "triton": "triton/__init__.py", "nvcc": "usr/lib/nvidia-cuda-toolkit/bin/nvcc",
-         "cute-dsl": "nvidia_cutlass_dsl/python_packages/cutlass/__init__.py", "cmake": "cmake/data/bin/cmake"}
+         "cute-dsl": "nvidia_cutlass_dsl/python_packages/cutlass/__init__.py", "cmake": "cmake/data/bin/cmake",
+         # python: host-side logic of a released wheel, run by kb repro's own interpreter; the wheel is
+         # installed (--no-deps, so nothing of it runs) for its version, and its file (`kernel`) is lifted
+         "python": "*.dist-info/METADATA"}
 # The tools run as `python DRIVER.py` with their release (and its `needs`) on PYTHONPATH.
-DRIVEN = ("triton", "cute-dsl")
+DRIVEN = ("triton", "cute-dsl", "python")
+# What kb repro copies beside a driven tool's driver: the lifting the drivers share.
+DRIVER_MODULES = ("lift.py",)
 # The input each tool reads: a PTX file for ptxas, a Python driver for triton, a CUDA file for nvcc, a
 # CMake script for cmake (run with -P).
-INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu", "cute-dsl": ".py", "cmake": ".cmake"}
+INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu", "cute-dsl": ".py", "cmake": ".cmake", "python": ".py"}
 # The tools that read a file of a released wheel (`kernel`), and the kind of file: a triton driver
 # compiles an upstream kernel (.py); a cmake script includes an upstream CMake module (.cmake).
-WHEEL_FILE_SUFFIX = {"triton": ".py", "cmake": ".cmake"}
+WHEEL_FILE_SUFFIX = {"triton": ".py", "cmake": ".cmake", "python": ".py"}
 # The entry components a tool package is a release of: a reproduction's version is checked against
 # their `affected` range (KB091).
 TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit"),
                    "triton": ("triton",), "nvidia-cuda-toolkit": ("cuda", "cuda-toolkit"),
                    "nvidia-cutlass-dsl": ("nvidia-cutlass-dsl",),
                    # from 4.5 the DSL is in this wheel, released with nvidia-cutlass-dsl at the same version
-                   "nvidia-cutlass-dsl-libs-base": ("nvidia-cutlass-dsl",)}
+                   "nvidia-cutlass-dsl-libs-base": ("nvidia-cutlass-dsl",),
+                   "flashinfer-python": ("flashinfer",)}
 # The version line each tool prints: `ptxas --version` on its last-but-one line "Cuda compilation tools,
 # release 12.8, V12.8.93"; the triton driver's `--version` "triton 3.7.0".
 TOOL_VERSION = re.compile(r"\bV([0-9]+(?:\.[0-9]+)+)\b")
 VERSION_LINE = {"ptxas": TOOL_VERSION, "triton": re.compile(r"^triton ([0-9]+(?:\.[0-9]+)+)$"), "nvcc": TOOL_VERSION,
                 "cute-dsl": re.compile(r"^nvidia-cutlass-dsl(?:-libs-base|-libs-cu13)? ([0-9]+(?:\.[0-9]+)+)$"),
-                "cmake": re.compile(r"^cmake version ([0-9]+(?:\.[0-9]+)+)$")}
+                "cmake": re.compile(r"^cmake version ([0-9]+(?:\.[0-9]+)+)$"),
+                # python_call.py's `--version`: the interpreter's version, then the installed wheel's
+                # ("python 3.11.7, flashinfer-python 0.6.7"), the wheel's being the one KB091 reads
+                "python": re.compile(r"^python [0-9]+(?:\.[0-9]+)+, [A-Za-z0-9._-]+ ([0-9]+(?:\.[0-9]+)+\S*)$")}
 
 
 def _schema():
@@ -115,7 +124,9 @@ OPTION = {"ptxas": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?"),
           "cute-dsl": re.compile(r"--[a-z][a-z0-9-]*=[A-Za-z0-9_.-]+"),
           # a variable the script reads; -DWHEEL_FILE= is kb repro's to add (the unpacked wheel's file)
           # and -P, then the input, come last
-          "cmake": re.compile(r"-D(?!WHEEL_FILE=)[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.+;-]+")}
+          "cmake": re.compile(r"-D(?!WHEEL_FILE=)[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.+;-]+"),
+          # a python driver's call and stand-ins hold Python literals: brackets, parentheses, quotes
+          "python": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:=()\[\]'-]+")}
 OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, optionally '=value' of letters, digits "
                         "and . , _ -)",
                "triton": "one driver option such as '--capability=120' or '--args=x:*fp32,n:int' (two dashes, a "
@@ -124,6 +135,8 @@ OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, opti
                        "'=value' of letters, digits and . , _ = [ ] -)",
                "cute-dsl": "one driver option such as '--arch=sm_121a' (two dashes, a name, '=value' of letters, "
                            "digits and . _ -)",
+               "python": "one driver option such as '--env=FLASHINFER_CUDA_ARCH_LIST:12.1a' (two dashes, a name, "
+                         "'=value' of letters, digits and . , _ : = ( ) [ ] ' -)",
                "cmake": "one variable such as '-DCUDA_VERSION=13.0' (-D, a name other than WHEEL_FILE, '=value' of "
                         "letters, digits and . _ + ; -)"}
 
@@ -332,11 +345,16 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
         kernel = repro.kernel
         reads = WHEEL_FILE_SUFFIX.get(repro.run.tool)
         if kernel is not None and reads is None:
-            report(at + ("kernel",), "only a triton or cmake run reads a file of a wheel: remove `kernel`", "KB091",
+            report(at + ("kernel",), "only a triton, python or cmake run reads a file of a wheel: remove `kernel`", "KB091",
                    kernel.package)
         elif kernel is not None and not kernel.path.endswith(reads):
             report(at + ("kernel", "path"), f"a {repro.run.tool} run reads a {reads} file of the wheel: name one",
                    "KB091", kernel.path)
+        if repro.run.tool == "python" and (kernel is None or (kernel.package, kernel.version) !=
+                                           (install.package, install.version)):
+            report(at + ("kernel",), "a python run lifts code out of the wheel it installs: give `kernel` with the "
+                   f"same package and version as `install` ({install.package} {install.version}) and the file's path",
+                   "KB091", f"{kernel.package}=={kernel.version}" if kernel else MISSING)
         for k, need in enumerate(repro.needs):
             if repro.run.tool not in DRIVEN or need.source != "pypi":
                 report(at + ("needs", k), f"only a PyPI release can be put beside a driven tool ({', '.join(DRIVEN)}): "

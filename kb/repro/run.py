@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.records.reproduction import (DRIVEN, INPUTS, TOOLS, VERSION_LINE, WHEEL_FILE_SUFFIX, Printed, Reproduction,
+from kb.records.reproduction import (DRIVEN, DRIVER_MODULES, INPUTS, TOOLS, VERSION_LINE, WHEEL_FILE_SUFFIX, Printed, Reproduction,
                                      shown)
 from kb.repro import debian, install
 
@@ -69,7 +69,7 @@ def _program(repro: Reproduction, root: Path, wheelhouse: Path | None) -> tuple[
     """The command line before the arguments, the arguments after them, and the environment of a
     run; install.InstallError when a release cannot be had, LookupError when the tool is not in it."""
     if repro.run.tool in DRIVEN:
-        if not (root / TOOLS[repro.run.tool]).is_file():
+        if not any(path.is_file() for path in root.glob(TOOLS[repro.run.tool])):
             raise LookupError(f"{repro.install.package}=={repro.install.version} holds no {repro.run.tool} package")
         beside = [install.install(n.package, n.version, wheelhouse) for n in repro.needs]
         wheel_file = _wheel_file(repro, wheelhouse)
@@ -120,6 +120,8 @@ def run_one(cell, index: int, repro: Reproduction, wheelhouse: Path | None, time
     with tempfile.TemporaryDirectory(prefix="kb-repro-") as folder:
         here = Path(folder)
         shutil.copyfile(source, here / repro.run.input)
+        for shared in DRIVER_MODULES if repro.run.tool in DRIVEN else ():
+            shutil.copyfile(INPUTS / shared, here / shared)
         try:
             version_text, _ = _execute([*program, "--version"], here, timeout, env)
             output, status = _execute([*program, *repro.run.args, *after], here, timeout, env)

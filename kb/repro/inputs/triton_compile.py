@@ -11,7 +11,8 @@ installed Triton (specialisation, TTIR, TTGIR, LLVM, PTX and the ptxas in its wh
 `JITFunction.warmup`, which compiles without launching. The kernel is one of the few below, or the
 function named `--kernel` in an upstream file (`--kernel-file`, unpacked from a released wheel by
 `kb repro`). That file's own imports (torch, the serving engine) are not installed, so the function
-and the top-level functions it calls are lifted out of it with `ast` into a module of their own.
+and the top-level functions it calls are lifted out of it with `ast` into a module of their own
+(lift.py, which `kb repro` copies beside this driver).
 
 Output: one line per compiled variant with its shared memory, and the line Triton's OutOfResources
 renders when it exceeds --max-shared (the device's opt-in limit, which on a GPU Triton reads when it
@@ -21,8 +22,6 @@ the compiler's C++ (an assertion, an LLVM error) ends the process as it would en
 """
 
 import argparse
-import ast
-import importlib.util
 import itertools
 import os
 import re
@@ -31,6 +30,8 @@ import tempfile
 
 import triton
 import triton.language as tl
+
+from lift import lifted
 
 
 # --- kernels of our own: a few lines each, the smallest use of the operation an entry is about ---
@@ -143,31 +144,6 @@ def argument(kind):
     return {"int": 4096, "float": 0.5, "none": None}[kind]
 
 
-def lifted(path, name, folder):
-    """The module holding `name` and the top-level functions it calls, lifted out of an upstream
-    file whose imports are not installed."""
-    tree = ast.parse(open(path, encoding="utf-8").read())
-    top = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    if name not in top:
-        sys.exit(f"triton_compile.py: no function {name!r} in the kernel file")
-    wanted, todo = [], [name]
-    while todo:
-        current = todo.pop()
-        if current in wanted:
-            continue
-        wanted.append(current)
-        todo += [n.id for n in ast.walk(top[current]) if isinstance(n, ast.Name) and n.id in top]
-    body = [top[n] for n in sorted(wanted, key=lambda n: top[n].lineno)]
-    source = "import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(ast.unparse(f) for f in body) + "\n"
-    module_path = os.path.join(folder, "lifted_kernel.py")
-    with open(module_path, "w", encoding="utf-8") as out:
-        out.write(source)
-    spec = importlib.util.spec_from_file_location("lifted_kernel", module_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
-
-
 def scrubbed(text):
     """Local paths out of a message: the installed Triton and the temporary files it made."""
     site = os.path.dirname(os.path.dirname(triton.__file__))
@@ -193,7 +169,11 @@ def main():
         return 0
     triton.runtime.driver.set_active(StubDriver(options.capability))
     folder = tempfile.mkdtemp()
-    fn = lifted(options.kernel_file, options.kernel, folder) if options.kernel_file else OWN[options.kernel]
+    if options.kernel_file:
+        header = "import triton\nimport triton.language as tl"
+        fn = getattr(lifted(options.kernel_file, [options.kernel], folder, header), options.kernel)
+    else:
+        fn = OWN[options.kernel]
     # A runtime argument may list alternatives ('*bf16/*fp8e4nv'): variant i takes the i-th of each
     # argument that lists them (K and V of one cache change type together), at every --num-stages.
     names = [name for name, _ in pairs(options.args)]
