@@ -100,6 +100,11 @@ def parsed_call(text):
     bad = sorted({type(node).__name__ for node in ast.walk(tree) if not isinstance(node, CALL_NODES)})
     if bad:
         fail(f"--call={text!r} may hold only calls, names, attributes and literals, not {', '.join(bad)}")
+    # A dunder reaches past the lifted module (__import__, __class__): the call is into the wheel's code only.
+    dunders = sorted({getattr(node, "id", getattr(node, "attr", "")) for node in ast.walk(tree)
+                      if getattr(node, "id", getattr(node, "attr", "")).startswith("__")})
+    if dunders:
+        fail(f"--call={text!r} may not name {', '.join(dunders)}: call the wheel's own definitions")
     return tree
 
 

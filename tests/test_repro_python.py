@@ -1,0 +1,137 @@
+"""The python reproduction kind: host-side logic lifted out of a released wheel's file and run by
+kb repro's own interpreter, with stand-ins for what it would ask of torch or the toolkit."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kb.records import lint, reproduction
+from kb.repro import install, run
+
+from conftest import ROOT
+
+ENTRIES = ROOT / "kb" / "entries"
+MOE = "flashinfer-jit-gb10-moe-utils-major-version-filter"
+OLD_NVCC = "flashinfer-jit-sm12x-arch-dropped-cuda-below-12-9"
+# A small stand-in for FlashInfer's compilation_context.py: the same checks, and the top-level
+# `import torch` that makes importing the real file impossible here.
+FAKE = '''import os
+import torch
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+class CompilationContext:
+    def __init__(self):
+        self.archs = set()
+        if "FLASHINFER_CUDA_ARCH_LIST" in os.environ:
+            major, minor = os.environ["FLASHINFER_CUDA_ARCH_LIST"].split(".")
+            self.archs.add((int(major), minor))
+        else:
+            try:
+                major, minor = torch.cuda.get_device_capability(0)
+                from flashinfer.jit.cpp_ext import is_cuda_version_at_least
+                if major == 12 and not is_cuda_version_at_least("12.9"):
+                    raise RuntimeError("SM 12.x requires CUDA >= 12.9")
+                self.archs.add((major, str(minor) + "a"))
+            except Exception as e:
+                logger.warning(f"Failed to get device capability: {e}.")
+
+    def get_nvcc_flags_list(self, supported_major_versions=None):
+        found = [a for a in self.archs if a[0] in supported_major_versions]
+        if not found:
+            raise RuntimeError(f"No supported CUDA architectures found for major versions {supported_major_versions}.")
+        return sorted(found)
+'''
+
+
+@pytest.fixture(scope="module")
+def cells():
+    return {c.id: c for c in lint.check([ENTRIES]).cells if c.id in (MOE, OLD_NVCC)}
+
+
+def _wheelhouse(tmp_path: Path, monkeypatch, version: str) -> Path:
+    """A folder holding a small flashinfer-python wheel of `version` (FAKE as its file), and a lock
+    pinning it in place of kb/repro/tools.lock; the cache is the test's own. Nothing from the network."""
+    house = tmp_path / "wheels"
+    house.mkdir()
+    wheel = house / f"flashinfer_python-{version}-py3-none-any.whl"
+    info = f"flashinfer_python-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("flashinfer/compilation_context.py", FAKE)
+        z.writestr("flashinfer/__init__.py", "raise ImportError('never imported')\n")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: flashinfer-python\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    lock = tmp_path / "tools.lock"
+    lock.write_text(f"flashinfer-python=={version} \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n",
+                    encoding="utf-8")
+    monkeypatch.setattr(install, "LOCK", lock)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return house
+
+
+@pytest.mark.slow
+def test_the_lifted_class_raises_the_literal_with_the_stand_ins_the_record_gives(tmp_path, monkeypatch, cells):
+    house = _wheelhouse(tmp_path, monkeypatch, "0.6.7")
+    ran = run.run_one(cells[OLD_NVCC], 0, cells[OLD_NVCC].entry.reproductions[0], house, 60, "2026-12-06")
+    assert ran.error == ""
+    # torch's capability and the toolkit's answer came from the stand-ins; the warning is the log's line
+    assert ran.printed.output == (
+        "WARNING flashinfer.compilation_context: Failed to get device capability: SM 12.x requires CUDA >= 12.9.\n"
+        "RuntimeError: No supported CUDA architectures found for major versions [12].\n")
+    assert ran.printed.exit == 1
+    assert reproduction.VERSION_LINE["python"].search(ran.printed.tool_version).group(1) == "0.6.7"
+    assert ran.printed.tool_version.startswith("python 3.")
+    # the fake's output differs from the real wheel's recorded one only where the fake is shorter
+    assert "prints none of the entry's signatures (compared as kb match compares)" not in ran.differences
+
+
+@pytest.mark.slow
+def test_the_environment_variable_reaches_the_lifted_code(tmp_path, monkeypatch, cells):
+    house = _wheelhouse(tmp_path, monkeypatch, "0.6.7")
+    ran = run.run_one(cells[MOE], 0, cells[MOE].entry.reproductions[0], house, 60, "2026-12-06")
+    assert (ran.error, ran.printed.output, ran.printed.exit) == (
+        "", "RuntimeError: No supported CUDA architectures found for major versions [10].\n", 1)
+    assert ran.differences == []
+
+
+def test_each_entry_has_an_affected_run_and_a_fixed_run_outside_its_range(cells):
+    for cell in cells.values():
+        affected, fixed = cell.entry.reproductions
+        assert (affected.fixed, fixed.fixed) == (False, True)
+        assert affected.run.tool == fixed.run.tool == "python"
+        assert reproduction.shown(cell.entry, affected.printed.output)
+        assert not reproduction.shown(cell.entry, fixed.printed.output) and fixed.printed.exit == 0
+        assert reproduction.problems(cell) == []
+
+
+def test_a_python_run_must_read_the_wheel_it_installs(cells):
+    cell = cells[MOE]
+    repro = cell.entry.reproductions[0]
+    other = repro.kernel.model_copy(update={"version": "0.7.4"})
+    changed = repro.model_copy(update={"kernel": other})
+    entry = cell.entry.model_copy(update={"reproductions": [changed]})
+    found = reproduction.problems(type("Cell", (), {"entry": entry, "path": cell.path, "id": cell.id,
+                                                    "line_of": cell.line_of})())
+    assert [(p.code, p.got) for p in found if "same package and version" in p.message] == [
+        ("KB091", "flashinfer-python==0.7.4")]
+
+
+def test_the_call_option_admits_only_calls_names_and_literals(tmp_path):
+    import subprocess
+    import sys
+
+    driver = reproduction.INPUTS / "python_call.py"
+    (tmp_path / "x.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(driver), "--module=x", "--call=f()+__import__('os')",
+                           f"--kernel-file={tmp_path / 'x.py'}"], capture_output=True, text=True)
+    assert done.returncode == 1 and "may hold only calls, names, attributes and literals, not Add, BinOp" in done.stderr
+    done = subprocess.run([sys.executable, str(driver), "--module=x", "--call=__import__('os').getcwd()",
+                           f"--kernel-file={tmp_path / 'x.py'}"], capture_output=True, text=True)
+    assert done.returncode == 1 and "may not name __import__" in done.stderr
