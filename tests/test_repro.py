@@ -249,7 +249,7 @@ def test_a_triton_reproduction_lints_clean(tmp_path, cells):
     ('version: "0.27.1", path', 'version: "0.27.0", path', "reproductions[0].kernel",
      "vllm==0.27.0 is not pinned in kb/repro/tools.lock"),
     ('"--num-warps=4"', '"-num-warps=4"', "reproductions[0].run.args[4]", "a triton argument must be one driver"),
-    ('tool: "triton"', 'tool: "ptxas"', "reproductions[0].kernel", "only a triton, python or cmake run reads a file of a wheel"),
+    ('tool: "triton"', 'tool: "ptxas"', "reproductions[0].kernel", "only a triton, cute-dsl, python or cmake run reads a file of a wheel"),
     ('tool_version: "triton 3.7.0"', 'tool_version: "triton 3.6.0"', "reproductions[0].printed.tool_version",
      "must name the installed release 3.7.0"),
     # the signature itself changed: every recorded run of the entry now shows none of them

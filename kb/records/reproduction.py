@@ -51,8 +51,9 @@ DRIVER_MODULES = ("lift.py",)
 # CMake script for cmake (run with -P).
 INPUT_SUFFIX = {"ptxas": ".ptx", "triton": ".py", "nvcc": ".cu", "cute-dsl": ".py", "cmake": ".cmake", "python": ".py"}
 # The tools that read a file of a released wheel (`kernel`), and the kind of file: a triton driver
-# compiles an upstream kernel (.py); a cmake script includes an upstream CMake module (.cmake).
-WHEEL_FILE_SUFFIX = {"triton": ".py", "cmake": ".cmake", "python": ".py"}
+# compiles an upstream kernel (.py); a cute-dsl driver constructs an upstream kernel class (.py); a
+# cmake script includes an upstream CMake module (.cmake).
+WHEEL_FILE_SUFFIX = {"triton": ".py", "cute-dsl": ".py", "cmake": ".cmake", "python": ".py"}
 # The entry components a tool package is a release of: a reproduction's version is checked against
 # their `affected` range (KB091).
 TOOL_COMPONENTS = {"nvidia-cuda-nvcc-cu12": ("cuda", "cuda-toolkit"), "nvidia-cuda-nvcc": ("cuda", "cuda-toolkit"),
@@ -121,7 +122,8 @@ OPTION = {"ptxas": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,-]+)?"),
           "triton": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:*/-]+"),
           # nvcc's -gencode values hold '=' and brackets (arch=compute_120a,code=[compute_120a,sm_120a]), never '/'
           "nvcc": re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=[A-Za-z0-9_.,=\[\]-]+)?"),
-          "cute-dsl": re.compile(r"--[a-z][a-z0-9-]*=[A-Za-z0-9_.-]+"),
+          # --kwargs=head_dim:128,is_causal:True; --kernel-file= is kb repro's to add
+          "cute-dsl": re.compile(r"--(?!kernel-file=)[a-z][a-z0-9-]*=[A-Za-z0-9_.,:-]+"),
           # a variable the script reads; -DWHEEL_FILE= is kb repro's to add (the unpacked wheel's file)
           # and -P, then the input, come last
           "cmake": re.compile(r"-D(?!WHEEL_FILE=)[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.+;-]+"),
@@ -133,8 +135,8 @@ OPTION_FORM = {"ptxas": "one option such as '-arch=sm_120' (a dash, a name, opti
                          "name, '=value' of letters, digits and . , _ : * / -)",
                "nvcc": "one option such as '-gencode=arch=compute_120a,code=sm_120a' (a dash, a name, optionally "
                        "'=value' of letters, digits and . , _ = [ ] -)",
-               "cute-dsl": "one driver option such as '--arch=sm_121a' (two dashes, a name, '=value' of letters, "
-                           "digits and . _ -)",
+               "cute-dsl": "one driver option such as '--arch=sm_121a' (two dashes, a name other than kernel-file, "
+                           "'=value' of letters, digits and . , : _ -)",
                "python": "one driver option such as '--env=FLASHINFER_CUDA_ARCH_LIST:12.1a' (two dashes, a name, "
                          "'=value' of letters, digits and . , _ : = ( ) [ ] ' -)",
                "cmake": "one variable such as '-DCUDA_VERSION=13.0' (-D, a name other than WHEEL_FILE, '=value' of "
@@ -345,7 +347,7 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
         kernel = repro.kernel
         reads = WHEEL_FILE_SUFFIX.get(repro.run.tool)
         if kernel is not None and reads is None:
-            report(at + ("kernel",), "only a triton, python or cmake run reads a file of a wheel: remove `kernel`", "KB091",
+            report(at + ("kernel",), "only a triton, cute-dsl, python or cmake run reads a file of a wheel: remove `kernel`", "KB091",
                    kernel.package)
         elif kernel is not None and not kernel.path.endswith(reads):
             report(at + ("kernel", "path"), f"a {repro.run.tool} run reads a {reads} file of the wheel: name one",

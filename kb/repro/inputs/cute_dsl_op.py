@@ -17,6 +17,16 @@ inside the DSL's library; no GPU and no CUDA toolkit is needed), so a failure of
 of the assembler shows as it does on the GPU. The message of a failed pass pipeline ends with the
 failing operation's IR (hundreds of lines): it is left out, and the number of lines said instead.
 
+    python cute_dsl_op.py --arch=sm_120a --construct=FlashAttentionForwardSm100 --kwargs=head_dim:128 \
+        --kernel-file=DIR/vllm/vllm_flash_attn/cute/flash_fwd_sm100.py
+
+constructs a class of an upstream file (`--kernel-file`, unpacked from a released wheel by `kb repro`)
+with the keyword arguments given (Python literals): a kernel class that checks the DSL's architecture
+in its constructor raises there as it does on the GPU. The file imports its package (and torch through
+it), which is not installed, so the class and the top-level definitions it names are lifted out of it
+(lift.py, which `kb repro` copies beside this driver); its imports of the DSL and the standard library
+follow, and annotations are left unevaluated (they name the package's types).
+
 Output: the op when it is admitted, exit 0; otherwise the exception's first line as a traceback ends
 with it (the class's module and name, then the message), then the message's own following lines,
 exit 1. The DSL colours its messages with terminal escapes; they are removed (a record holds text).
@@ -25,11 +35,13 @@ From 4.5 the `nvidia-cutlass-dsl` wheel is empty and the DSL is in `nvidia-cutla
 """
 
 import argparse
+import ast
 import inspect
 import os
 import re
 import site
 import sys
+import tempfile
 from importlib import metadata
 
 # The wheels are unpacked, not installed: their .pth files (the DSL's python_packages folder, the
@@ -54,6 +66,26 @@ def construct(op):
                                     tcgen05.OperandSource.SMEM, tcgen05.OperandMajorMode.K,
                                     tcgen05.OperandMajorMode.K)
     sys.exit(f"cute_dsl_op.py: no op {op!r}; known: tcgen05-f16bf16")
+
+
+def constructed(path, name, kwargs):
+    """An instance of class `name` of the upstream file at `path`, lifted, built with `kwargs`
+    ('head_dim:128,is_causal:True')."""
+    from lift import DEFINITIONS, lifted
+
+    arguments = {}
+    for item in filter(None, kwargs.split(",")):
+        key, sep, value = item.partition(":")
+        try:
+            arguments[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            sep = ""
+        if not sep or not key.isidentifier():
+            sys.exit(f"cute_dsl_op.py: --kwargs item {item!r} must be NAME:LITERAL, such as head_dim:128")
+    # Postponed annotations: a method's annotations name the package's own types, never imported here.
+    module = lifted(path, [name], tempfile.mkdtemp(), "from __future__ import annotations", "lifted_op",
+                    DEFINITIONS, keep_imports=True)
+    return getattr(module, name)(**arguments)
 
 
 def compile_kernel(name):
@@ -131,15 +163,23 @@ def main():
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--op")
     what.add_argument("--kernel")
+    what.add_argument("--construct")
+    parser.add_argument("--kwargs", default="")
+    parser.add_argument("--kernel-file")
     options = parser.parse_args()
     if options.version:
         print(dsl_version())
         return 0
-    if not (options.op or options.kernel):
-        parser.error("name an --op to construct or a --kernel to compile")
+    if not (options.op or options.kernel or options.construct):
+        parser.error("name an --op to construct, a --kernel to compile or a class to --construct")
+    if bool(options.construct) != bool(options.kernel_file):
+        parser.error("--construct names a class of --kernel-file: give both (kb repro adds --kernel-file)")
     os.environ["CUTE_DSL_ARCH"] = options.arch  # read when the DSL is imported, so set first
     try:
-        done = compile_kernel(options.kernel) if options.kernel else f"constructed {construct(options.op)!r}"
+        if options.construct:
+            done = f"constructed {type(constructed(options.kernel_file, options.construct, options.kwargs)).__name__}"
+        else:
+            done = compile_kernel(options.kernel) if options.kernel else f"constructed {construct(options.op)!r}"
     except Exception as exc:  # what the DSL raised, as a traceback's last lines show it
         print(described(exc), flush=True)
         return 1
