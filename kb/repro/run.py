@@ -76,6 +76,11 @@ def _program(repro: Reproduction, root: Path, wheelhouse: Path | None) -> tuple[
         after = [f"--kernel-file={wheel_file}"] if wheel_file else []
         env = {"PYTHONPATH": os.pathsep.join(map(str, [root, *beside])), "PYTHONUNBUFFERED": "1",
                "PYTHONNOUSERSITE": "1"}
+        if repro.run.tool == "triton":
+            # FP fusion on is the default of every release pinned (3.2.0 to 3.9.0 read); 3.9 warns when the
+            # variable is unset, naming the local install path, which would make recorded output
+            # machine-specific. 3.9's warning says 3.10 turns the default off: a 3.10 pin must revisit this.
+            env["TRITON_DEFAULT_FP_FUSION"] = "1"
         return ["python", repro.run.input], after, env
     program = install.tool(root, repro.run.tool)
     if program is None:

@@ -57,7 +57,34 @@ def row_max(x, out, N: tl.constexpr):
     tl.store(out + row, tl.max(tl.load(x + row * N + tl.arange(0, N)), axis=0))
 
 
-OWN = {"add": add, "dot": dot, "max": row_max}
+@triton.jit
+def ws_dot(a, b, c, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
+    # a K loop of dots marked for warp specialization, its operands loaded through pointers that
+    # advance each step (the usual matmul loop, no tensor descriptors)
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, BK)
+    pa, pb = a + m[:, None] * K + k[None, :], b + k[:, None] * N + n[None, :]
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    for i in tl.range(0, tl.cdiv(K, BK), warp_specialize=True):
+        left = K - i * BK
+        acc = tl.dot(tl.load(pa, mask=k[None, :] < left, other=0.0), tl.load(pb, mask=k[:, None] < left, other=0.0), acc)
+        pa += BK
+        pb += BK * N
+    tl.store(c + m[:, None] * N + n[None, :], acc)
+
+
+@triton.jit
+def scaled_bmm(a, b, sa, sb, c, T: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # a batched (rank-3) mxfp8 dot: e4m3 operands, one e8m0 scale per 32 elements along K
+    t, m, n, k, s = tl.arange(0, T), tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    t3 = t[:, None, None]
+    x = tl.load(a + t3 * M * K + m[None, :, None] * K + k[None, None, :])
+    y = tl.load(b + t3 * K * N + k[None, :, None] * N + n[None, None, :])
+    xs = tl.load(sa + t3 * M * (K // 32) + m[None, :, None] * (K // 32) + s[None, None, :])
+    ys = tl.load(sb + t3 * N * (K // 32) + n[None, :, None] * (K // 32) + s[None, None, :])
+    tl.store(c + t3 * M * N + m[None, :, None] * N + n[None, None, :], tl.dot_scaled(x, xs, "e4m3", y, ys, "e4m3"))
+
+
+OWN = {"add": add, "dot": dot, "max": row_max, "ws_dot": ws_dot, "scaled_bmm": scaled_bmm}
 
 
 # --- the stub driver ---------------------------------------------------------------------------
