@@ -549,3 +549,18 @@ def test_a_recorded_output_reads_back_and_survives_kb_refresh_rewriting_the_file
     text = f"output: {_q('a' + chr(0x1F4A1) + ' b')}\n"
     loader = rewrite._yaml(text)
     assert rewrite._dump(loader, loader.load(text)) == text
+
+
+def test_a_line_in_a_file_of_the_runs_folder_is_recorded_without_its_number(tmp_path):
+    """A driver's or lifted kernel's line and column move whenever the driver changes; the recorded
+    output keeps the file and says <line>, so a driver edit changes no recorded run. Other paths'
+    numbers (the compiler's own sources) and a traceback's `line N` stay as printed."""
+    from kb.repro import run
+
+    script = ("import os; d = os.getcwd(); print(f'{d}/triton_compile.py:67:41: error: x'); "
+              "print(f'{d}/lifted/k.py:12: note'); print('/project/lib/A.cpp:42: int f()'); "
+              "print(f'File \"{d}/lift.py\", line 30, in g')")
+    out, code = run._execute(["python", "-c", script], tmp_path, 30)
+    assert code == 0
+    assert out.splitlines() == ["<tmp>/triton_compile.py:<line>: error: x", "<tmp>/lifted/k.py:<line>: note",
+                                "/project/lib/A.cpp:42: int f()", 'File "<tmp>/lift.py", line 30, in g']

@@ -17,6 +17,7 @@ import datetime as dt
 import difflib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from kb.records.reproduction import (DRIVEN, DRIVER_MODULES, INPUTS, TOOLS, VERS
 from kb.repro import debian, install
 
 TIMEOUT_S = 60.0
+_TMP_LINE = re.compile(r"(<tmp>/[A-Za-z0-9_./-]+\.py):[0-9]+(?::[0-9]+)?")
 
 
 @dataclass
@@ -61,8 +63,10 @@ def _execute(command: list[str], cwd: Path, timeout: float, env: dict[str, str] 
     executable = sys.executable if command[0] == "python" else None
     done = subprocess.run(command, cwd=cwd, env=plain | (env or {}), executable=executable, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=timeout, text=True, errors="replace")
-    # The run's own folder (a random temporary name) as the recorded output writes it.
-    return done.stdout.replace(str(cwd), "<tmp>"), done.returncode
+    # The run's own folder (a random temporary name) as the recorded output writes it, and a line and
+    # column in a file of that folder (a driver, a lifted kernel) as <line>: they move whenever the
+    # driver or the lifting changes, which says nothing about the tool's behaviour.
+    return _TMP_LINE.sub(r"\1:<line>", done.stdout.replace(str(cwd), "<tmp>")), done.returncode
 
 
 def _program(repro: Reproduction, root: Path, wheelhouse: Path | None) -> tuple[list[str], list[str], dict[str, str]]:
