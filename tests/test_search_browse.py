@@ -5,6 +5,7 @@ listing every failure, statuses in lifecycle order and components by their displ
 from __future__ import annotations
 
 from kb.records import facets, ids
+from kb.records.catalog import PER_PAGE, paged_urls
 
 from browser import search, serve
 from conftest import ROOT, checked_site
@@ -62,19 +63,30 @@ def test_a_gpu_model_number_finds_the_pages_that_name_it(live_site, page):
 
 
 def test_every_failure_page_links_every_cell_in_id_order(live_site, page):
+    """/all/ is paged like every listing: walked by its Next links, its pages list every cell once,
+    at most PER_PAGE to a page, in id order, each row linking to its cell."""
     site = checked_site(ROOT / "kb" / "entries")
     citable = ids.for_entries(ROOT / "kb" / "entries")
     with serve(live_site) as base:
         page.goto(base + "by/")
         page.get_by_role("link", name="Every failure").click()
         page.wait_for_url(base + "all/")
-        rows = page.locator("table.kb-all tbody tr")
-        assert rows.count() == len(site.cells)
-        shown = [r.locator("td").first.inner_text() for r in rows.all()]
+        visited, shown, links = [], [], set()
+        while True:
+            visited.append(page.url)
+            rows = page.locator("table.kb-all tbody tr")
+            assert 0 < rows.count() <= PER_PAGE, (page.url, rows.count())
+            shown += [r.locator("td").first.inner_text() for r in rows.all()]
+            links |= {page.evaluate("h => new URL(h, location.href).pathname", a.get_attribute("href"))
+                      for a in page.locator("table.kb-all tbody a").all()}
+            following = page.locator("a.kb-pager__next")
+            if not following.count():
+                break
+            with page.expect_navigation():
+                following.first.click()
+        assert visited == [base + url for url in paged_urls("all/", len(site.cells))]
         assert shown == sorted(citable.values(), key=lambda i: int(i.rsplit("-", 1)[1]))
-        links = {a.get_attribute("href") for a in page.locator("table.kb-all tbody a").all()}
-        assert {page.evaluate("h => new URL(h, location.href).pathname", h) for h in links} == \
-            {"/" + site.url(c) for c in site.cells}
+        assert links == {"/" + site.url(c) for c in site.cells}
         page.locator("table.kb-all tbody a").first.click()
         page.wait_for_selector("#kb-id")
 
@@ -193,45 +205,135 @@ def test_result_literals_are_readable_ids_and_dates_stay_on_one_line_and_the_fil
         assert ring not in ("none", "auto"), ring
 
 
+def _all_pages(site) -> list[list]:
+    """The cells of each /all/ page, in id order."""
+    cells = sorted(site.cells, key=lambda c: ids.number(site.citable[c.id]))
+    assert len(cells) > PER_PAGE, "the index fits one /all/ page: these tests need two"
+    return [cells[n:n + PER_PAGE] for n in range(0, len(cells), PER_PAGE)]
+
+
+def _count_reads(page, text: str):
+    page.wait_for_function("t => document.querySelector('.kb-all__shown').textContent === t", arg=text)
+
+
+def _visible_rows(page) -> list[tuple[str, str]]:
+    """(id, title) of each row shown, top to bottom."""
+    return [(r.locator("td").first.inner_text(), r.locator("td > a").inner_text())
+            for r in page.locator("table.kb-all tbody tr:visible").all()]
+
+
+def _rows(site, cells) -> list[tuple[str, str]]:
+    return [(site.citable[c.id], c.entry.title) for c in cells]
+
+
 def test_every_failure_page_filters_by_status_component_and_date(live_site, page):
-    """/all/ (UX review S2-12): the filters show only the rows with the chosen status, component
-    and update month (kb-all.js); without JavaScript the form stays hidden and every row shows."""
+    """/all/ (UX review S2-12): the filters show only the rows of every page with the chosen status,
+    component and update month, in id order, counted against every failure (kb-all.js); nothing is
+    fetched before a filter is chosen, and clearing them gives back the page's own rows. Without
+    JavaScript the form stays hidden and the page is the plain paged list."""
     site = checked_site(ROOT / "kb" / "entries")
     from kb.records.state import state
 
+    pages = _all_pages(site)
+    every = [c for chunk in pages for c in chunk]
+    total = len(every)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
     with serve(live_site) as base:
+        others = {base + url for url in paged_urls("all/", total)[1:]}
         page.goto(base + "all/")
-        rows = page.locator("table.kb-all tbody tr")
-        total = rows.count()
-        assert total == len(site.cells)
         form = page.locator("form.kb-all__filter")
         assert form.is_visible()
-        assert page.locator(".kb-all__shown").inner_text() == f"{total} failures"
+        assert page.locator(".kb-all__shown").inner_text() == f"{PER_PAGE} of {total} failures shown"
+        assert not others & set(asked), "pages fetched before any filter was chosen"
+        # The choices cover every failure, not only this page's rows.
+        months = form.locator("select[data-filter=updated] option").all_inner_texts()[1:]
+        assert months == [f"in or after {m}" for m in sorted({str(c.entry.updated)[:7] for c in every}, reverse=True)]
+        components = form.locator("select[data-filter=components] option").all_inner_texts()[1:]
+        assert components == sorted({facets.component_name(p.package) for c in every for p in c.entry.components},
+                                    key=str.casefold)
         status = "fixed-release"
-        want = {c.entry.title for c in site.cells if state(c.entry).key == status}
+        want = [c for c in every if state(c.entry).key == status]
         assert 0 < len(want) < total
         form.locator("select[data-filter=status]").select_option(status)
-        shown = {a.inner_text() for a in page.locator("table.kb-all tbody tr:visible td > a").all()}
-        assert shown == want
-        assert page.locator(".kb-all__shown").inner_text() == f"{len(want)} of {total} failures shown"
+        _count_reads(page, f"{len(want)} of {total} failures shown")
+        assert _visible_rows(page) == _rows(site, want)
+        assert others <= set(asked)
         form.locator("select[data-filter=components]").select_option("FlashInfer")
-        both = {c.entry.title for c in site.cells if state(c.entry).key == status
-                and "FlashInfer" in {facets.component_name(p.package) for p in c.entry.components}}
-        assert {a.inner_text() for a in page.locator("table.kb-all tbody tr:visible td > a").all()} == both
+        both = [c for c in want if "FlashInfer" in {facets.component_name(p.package) for p in c.entry.components}]
+        _count_reads(page, f"{len(both)} of {total} failures shown")
+        assert _visible_rows(page) == _rows(site, both)
         form.locator("select[data-filter=status]").select_option("")
         form.locator("select[data-filter=components]").select_option("")
-        newest = max(str(c.entry.updated)[:7] for c in site.cells)
+        _count_reads(page, f"{PER_PAGE} of {total} failures shown")  # this page's own rows again
+        assert page.locator("table.kb-all tbody tr").count() == PER_PAGE
+        assert _visible_rows(page) == _rows(site, pages[0])
+        newest = max(str(c.entry.updated)[:7] for c in every)
         form.locator("select[data-filter=updated]").select_option(newest)
-        recent = {c.entry.title for c in site.cells if str(c.entry.updated) >= newest}
-        assert 0 < len(recent) and {a.inner_text() for a in page.locator("table.kb-all tbody tr:visible td > a").all()} == recent
-    # Without JavaScript: the plain list, no filter form.
+        recent = [c for c in every if str(c.entry.updated) >= newest]
+        assert 0 < len(recent)
+        # Every failure may be that recent: then the line counts them all, as with no filter on one page.
+        _count_reads(page, f"{total} failures" if len(recent) == total else f"{len(recent)} of {total} failures shown")
+        assert _visible_rows(page) == _rows(site, recent)
+    # Without JavaScript: the plain paged list, no filter form.
     context = page.context.browser.new_context(java_script_enabled=False)
     plain = context.new_page()
     with serve(live_site) as base:
         plain.goto(base + "all/")
         assert not plain.locator("form.kb-all__filter").is_visible()
-        assert plain.locator("table.kb-all tbody tr:visible").count() == len(site.cells)
+        assert plain.locator("table.kb-all tbody tr:visible").count() == PER_PAGE
+        assert plain.locator("a.kb-pager__next").count()
     context.close()
+
+
+def test_a_filter_on_a_later_every_failure_page_finds_failures_of_the_first(live_site, page):
+    """On /all/2/ (served under a sub-path, as on GitHub Pages) a filter finds the matches of page 1
+    too, above this page's in id order, and their links lead to their cells (resolved against page 1,
+    not this page)."""
+    site = checked_site(ROOT / "kb" / "entries")
+    from kb.records.state import state
+
+    pages = _all_pages(site)
+    every = [c for chunk in pages for c in chunk]
+    # A status both pages hold, so the answer needs both.
+    held = [{state(c.entry).key for c in chunk} for chunk in pages[:2]]
+    status = next(key for key in facets.LIFECYCLE if key in held[0] and key in held[1])
+    want = [c for c in every if state(c.entry).key == status]
+    with serve(live_site, prefix="/kb/") as base:
+        page.goto(base + "all/2/")
+        page.locator("form.kb-all__filter select[data-filter=status]").select_option(status)
+        _count_reads(page, f"{len(want)} of {len(every)} failures shown")
+        assert _visible_rows(page) == _rows(site, want)
+        earlier = page.locator("table.kb-all tbody tr:visible td > a").first
+        assert earlier.inner_text() == want[0].entry.title and want[0] in pages[0]
+        page.locator("form.kb-all__filter select[data-filter=status]").select_option("")
+        _count_reads(page, f"{len(pages[1])} of {len(every)} failures shown")
+        assert _visible_rows(page) == _rows(site, pages[1])
+        page.locator("form.kb-all__filter select[data-filter=status]").select_option(status)
+        _count_reads(page, f"{len(want)} of {len(every)} failures shown")
+        with page.expect_navigation():
+            earlier.click()
+        assert page.url == base + site.url(want[0])
+        page.wait_for_selector("#kb-id")
+
+
+def test_a_page_that_cannot_be_fetched_is_named_in_the_count(live_site, page):
+    """A filter on /all/ whose page 2 answers 404 says so and filters this page only, never fewer
+    rows without a word."""
+    site = checked_site(ROOT / "kb" / "entries")
+    from kb.records.state import state
+
+    pages = _all_pages(site)
+    status = "fixed-release"
+    mine = [c for c in pages[0] if state(c.entry).key == status]
+    assert mine
+    with serve(live_site) as base:
+        page.route(base + "all/2/", lambda route: route.fulfill(status=404, body="Not Found"))
+        page.goto(base + "all/")
+        page.locator("form.kb-all__filter select[data-filter=status]").select_option(status)
+        _count_reads(page, "could not load page 2: showing this page only; "
+                     f"{len(mine)} of {len(pages[0])} failures shown")
+        assert _visible_rows(page) == _rows(site, mine)
 
 
 def test_search_results_show_each_failures_status(live_site, page):

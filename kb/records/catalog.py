@@ -44,7 +44,8 @@ def facet_url(facet: str, value: str | None = None) -> str:
 
 
 def paged_url(base: str, number: int) -> str:
-    """URL of page `number` (from 1) of the listing at `base`: the first page keeps `base`."""
+    """URL of page `number` (from 1) of the listing at `base`: the first page keeps `base` (kb-all.js
+    names the other pages of the every-failure listing by the same rule)."""
     return base if number == 1 else f"{base}{number}/"
 
 

@@ -45,9 +45,9 @@ ALL_URL = "all/"  # the page listing every failure
 
 
 def _all_filters(cells) -> dict:
-    """The choices of the every-failure page's filters (kb-all.js), from the rows it lists: each
-    status in lifecycle order, each component by its display name, each month something was updated,
-    newest first."""
+    """The choices of the every-failure page's filters (kb-all.js), from every failure (a filter runs
+    over all pages of the listing, not only the rows of the page it is on): each status in lifecycle
+    order, each component by its display name, each month something was updated, newest first."""
     states = {state.state(c.entry).key for c in cells}
     return {"filter_statuses": [(key, facets.STATUS_NAMES[key]) for key in facets.LIFECYCLE if key in states],
             "filter_components": sorted({facets.component_name(p.package) for c in cells for p in c.entry.components},
@@ -192,10 +192,11 @@ class Renderer:
         """Every cell in citable-id order (publication order), each linked: a listing paged like the
         others (PER_PAGE to a page), so no page grows with the index."""
         cells = sorted(self.site.cells, key=lambda c: ids.number(self.site.citable[c.id]))
+        filters = _all_filters(cells)
         return [Page(paging.url, paged_title("Every failure", paging),
                      f"All {len(cells)} failures of the Blackwell serving-failure index, with their ids, statuses "
-                     "and dates.", self._render("all.html", paging.url, cells=chunk, paging=paging,
-                                                **_all_filters(chunk)), "index")
+                     "and dates.", self._render("all.html", paging.url, cells=chunk, paging=paging, **filters),
+                     "index")
                 for paging, chunk in paginate(ALL_URL, cells)]
 
     def _listing(self, facet, title, value, name, cells, chunk, paging) -> Page:
