@@ -183,3 +183,15 @@ def test_an_object_option_must_name_an_attribute_path(tmp_path):
                            "--object=layer:1", "--call=f(layer)", f"--kernel-file={tmp_path / 'x.py'}"],
                           capture_output=True, text=True)
     assert done.returncode == 1 and "--object='layer' must name an object and an attribute path" in done.stderr
+
+
+def test_an_object_option_may_not_name_a_dunder(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "x.py").write_text("def f(o):\n    return o\n", encoding="utf-8")
+    for dotted in ("layer.__class__", "__builtins__.open"):
+        done = subprocess.run([sys.executable, str(reproduction.INPUTS / "python_call.py"), "--module=x",
+                               f"--object={dotted}:1", "--call=f(layer)", f"--kernel-file={tmp_path / 'x.py'}"],
+                              capture_output=True, text=True)
+        assert done.returncode == 1 and f"--object={dotted!r} may not name __" in done.stderr, done.stderr

@@ -96,6 +96,11 @@ def put(objects, dotted, value):
     name, *path = dotted.split(".")
     if not (name.isidentifier() and path and all(part.isidentifier() for part in path)):
         fail(f"--object={dotted!r} must name an object and an attribute path, such as layer.w13_weight.device")
+    # As in --call, a dunder (__class__, __builtins__) would reach past plain data: the object holds
+    # only the attributes the wheel's check reads.
+    dunders = [part for part in (name, *path) if part.startswith("__")]
+    if dunders:
+        fail(f"--object={dotted!r} may not name {', '.join(dunders)}: name the attributes the check reads")
     here = objects.setdefault(name, types.SimpleNamespace())
     for part in path[:-1]:
         if not hasattr(here, part):
