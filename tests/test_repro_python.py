@@ -135,3 +135,63 @@ def test_the_call_option_admits_only_calls_names_and_literals(tmp_path):
     done = subprocess.run([sys.executable, str(driver), "--module=x", "--call=__import__('os').getcwd()",
                            f"--kernel-file={tmp_path / 'x.py'}"], capture_output=True, text=True)
     assert done.returncode == 1 and "may not name __import__" in done.stderr
+
+
+# A stand-in for a check in a method of a torch module class: the base (nn.Module) and a sibling
+# method whose annotation names torch's types cannot be defined without torch.
+LAYER = '''import torch
+import torch.nn as nn
+
+
+class Experts(nn.Module):
+    def load(self, w: torch.Tensor) -> torch.Tensor:
+        return w
+
+    def check(self) -> None:
+        if torch.cuda.get_device_capability(self.weight.device)[0] != 10:
+            raise NotImplementedError("needs SM100")
+        return self.weight.device
+'''
+
+
+def _call_method(tmp_path, capability):
+    import subprocess
+    import sys
+
+    (tmp_path / "layer.py").write_text(LAYER, encoding="utf-8")
+    return subprocess.run([sys.executable, str(reproduction.INPUTS / "python_call.py"), "--module=pkg.layer",
+                           f"--returns=torch.cuda.get_device_capability:{capability}",
+                           "--object=layer.weight.device:'cuda:0'", "--method=Experts.check",
+                           "--call=Experts.check(layer)", f"--kernel-file={tmp_path / 'layer.py'}"],
+                          capture_output=True, text=True)
+
+
+def test_a_method_is_lifted_alone_and_called_with_the_object_standing_in_for_the_instance(tmp_path):
+    done = _call_method(tmp_path, "(12,0)")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "NotImplementedError: needs SM100\n", "")
+    # the same method passes for capability 10.x and reads the stand-in object's attribute
+    done = _call_method(tmp_path, "(10,0)")
+    assert (done.returncode, done.stdout) == (0, "'cuda:0'\n")
+
+
+def test_an_object_option_must_name_an_attribute_path(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "x.py").write_text("def f(o):\n    return o\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(reproduction.INPUTS / "python_call.py"), "--module=x",
+                           "--object=layer:1", "--call=f(layer)", f"--kernel-file={tmp_path / 'x.py'}"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "--object='layer' must name an object and an attribute path" in done.stderr
+
+
+def test_an_object_option_may_not_name_a_dunder(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "x.py").write_text("def f(o):\n    return o\n", encoding="utf-8")
+    for dotted in ("layer.__class__", "__builtins__.open"):
+        done = subprocess.run([sys.executable, str(reproduction.INPUTS / "python_call.py"), "--module=x",
+                               f"--object={dotted}:1", "--call=f(layer)", f"--kernel-file={tmp_path / 'x.py'}"],
+                              capture_output=True, text=True)
+        assert done.returncode == 1 and f"--object={dotted!r} may not name __" in done.stderr, done.stderr

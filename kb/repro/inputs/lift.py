@@ -37,7 +37,9 @@ def lifted(path, names, folder, header, module="lifted_kernel", kinds=FUNCTIONS,
         if isinstance(node, kinds):
             for name in _bound(node):
                 top.setdefault(name, node)
-    missing = [n for n in names if n not in top]
+    for name in [n for n in names if "." in n]:
+        top[name] = _method(top.get(name.partition(".")[0]), name)
+    missing = [n for n in names if top.get(n) is None]
     if missing:
         sys.exit(f"{os.path.basename(sys.argv[0])}: no top-level {', '.join(map(repr, missing))} in "
                  f"{os.path.basename(path)}")
@@ -63,6 +65,20 @@ def lifted(path, names, folder, header, module="lifted_kernel", kinds=FUNCTIONS,
     return lifted_module
 
 
+def _method(node, dotted):
+    """'Class.method' as a class of that one method, without the class's bases or other members.
+    A check can sit in a method of a torch module class (`nn.Module`), whose base and other members
+    (their annotations name torch's types) cannot be defined here; the method itself is kept as written."""
+    class_name, _, method = dotted.partition(".")
+    if not isinstance(node, ast.ClassDef):
+        return None
+    found = [item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == method]
+    if not found:
+        return None
+    return ast.fix_missing_locations(ast.ClassDef(name=class_name, bases=[], keywords=[], body=found,
+                                                  decorator_list=[], type_params=[], lineno=node.lineno))
+
+
 def _importable(node):
     """An absolute top-level import whose modules this interpreter has, installed or stood in."""
     if isinstance(node, ast.Import):
@@ -71,4 +87,11 @@ def _importable(node):
         roots = [node.module]
     else:
         return False
-    return all(root in sys.modules or importlib.util.find_spec(root.split(".")[0]) is not None for root in roots)
+    return all(root in sys.modules or _found(root.split(".")[0]) for root in roots)
+
+
+def _found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ValueError:  # a stand-in module (torch) has no spec: `import torch.nn` is not possible here
+        return False

@@ -18,6 +18,14 @@ the CUDA toolkit is given instead, each a stand-in function put in place before 
                                                         answers "is the version at least V?" as a
                                                         toolkit of version 12.8 would
 
+    --object=layer.w13_weight.device:'cuda:0'
+                                                        an object `layer` for --call to pass, whose
+                                                        attribute path reads that literal
+
+--method=Class.method lifts that method alone, in a class without the original's bases or other
+members (lift.py), for a --call such as `DeepseekV4MegaMoEExperts._check_runtime_supported(layer)` that
+passes an --object standing in for the instance.
+
 --env=NAME:VALUE sets an environment variable first. `--call` is one expression of calls, attribute
 reads, names and literals (no operators, no subscripts), evaluated in the lifted module.
 
@@ -83,6 +91,24 @@ def at_least(version):
     return lambda asked, *args, **kwargs: version >= release(str(asked))
 
 
+def put(objects, dotted, value):
+    """Set `value` at `dotted` ('layer.w13_weight.device') in `objects`, making the objects on the way."""
+    name, *path = dotted.split(".")
+    if not (name.isidentifier() and path and all(part.isidentifier() for part in path)):
+        fail(f"--object={dotted!r} must name an object and an attribute path, such as layer.w13_weight.device")
+    # As in --call, a dunder (__class__, __builtins__) would reach past plain data: the object holds
+    # only the attributes the wheel's check reads.
+    dunders = [part for part in (name, *path) if part.startswith("__")]
+    if dunders:
+        fail(f"--object={dotted!r} may not name {', '.join(dunders)}: name the attributes the check reads")
+    here = objects.setdefault(name, types.SimpleNamespace())
+    for part in path[:-1]:
+        if not hasattr(here, part):
+            setattr(here, part, types.SimpleNamespace())
+        here = getattr(here, part)
+    setattr(here, path[-1], value)
+
+
 def wheel_version():
     """'<distribution> <version>' of the wheel `kb repro` installed (the first entry of PYTHONPATH)."""
     from importlib import metadata
@@ -116,6 +142,8 @@ def main():
     parser.add_argument("--env", action="append", default=[])
     parser.add_argument("--returns", action="append", default=[])
     parser.add_argument("--at-least", action="append", default=[])
+    parser.add_argument("--object", action="append", default=[])
+    parser.add_argument("--method", action="append", default=[])
     parser.add_argument("--kernel-file")
     options = parser.parse_args()
     if options.version:
@@ -138,14 +166,23 @@ def main():
             fail(f"--returns={name}:{value}: {value!r} is not a Python literal")
     for name, value in (pair(item, "at-least") for item in options.at_least):
         stand_in(name, at_least(release(value)))
+    objects = {}
+    for name, value in (pair(item, "object") for item in options.object):
+        try:
+            put(objects, name, ast.literal_eval(value))
+        except (ValueError, SyntaxError):
+            fail(f"--object={name}:{value}: {value!r} is not a Python literal")
     call = parsed_call(options.call)
-    names = sorted({node.id for node in ast.walk(call) if isinstance(node, ast.Name)})
+    alone = {method.partition(".")[0]: method for method in options.method}
+    # The names the call reads, a --method's class standing for that method alone (lift.py lifts it so).
+    names = sorted({alone.get(node.id, node.id) for node in ast.walk(call)
+                    if isinstance(node, ast.Name) and node.id not in objects})
     # Log records on standard output, in order with the result, named by logger as a log shows them.
     logging.basicConfig(stream=sys.stdout, format="%(levelname)s %(name)s: %(message)s")
     module = lifted(options.kernel_file, names, tempfile.mkdtemp(), "", options.module, DEFINITIONS,
                     keep_imports=True)
     try:
-        value = eval(compile(call, "--call", "eval"), vars(module))
+        value = eval(compile(call, "--call", "eval"), vars(module) | objects)
     except Exception as exc:  # what the lifted code raised, as a traceback's last line shows it
         kind = type(exc)
         where = "" if kind.__module__ in ("builtins", module.__name__) else kind.__module__ + "."
