@@ -6,9 +6,7 @@ wheel with the system's cmake, offline."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from kb.records import lint
 from kb.repro import install, run
 
 from conftest import ROOT
+from fake_wheels import wheelhouse
 
 ENTRIES = ROOT / "kb" / "entries"
 ENTRY = "torch-cmake-autodetect-gb10-compute-20"
@@ -99,26 +98,10 @@ endfunction()
 
 
 def _wheelhouse(tmp_path: Path, monkeypatch) -> Path:
-    """A folder holding a small torch 2.14.1 wheel (the module, a .py file, a library), and a lock
-    pinning that wheel's hash in place of kb/repro/tools.lock; the cache is the test's own."""
-    house = tmp_path / "wheels"
-    house.mkdir()
-    wheel = house / "torch-2.14.1-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr(MODULE, FAKE_MODULE)
-        z.writestr("torch/share/cmake/Torch/TorchConfig.cmake", "# another module\n")
-        z.writestr("torch/__init__.py", "raise ImportError('never imported')\n")
-        z.writestr("torch/lib/libtorch_cuda.so", b"\x7fELF")
-        z.writestr("torch-2.14.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.14.1\n")
-        z.writestr("torch-2.14.1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                                                   "Tag: py3-none-any\n")
-        z.writestr("torch-2.14.1.dist-info/RECORD", "")
-    lock = tmp_path / "tools.lock"
-    lock.write_text(f"torch==2.14.1 \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n",
-                    encoding="utf-8")
-    monkeypatch.setattr(install, "LOCK", lock)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return house
+    """A small torch 2.14.1 wheel (the module, another .cmake file, a .py file, a library)."""
+    return wheelhouse(tmp_path, monkeypatch, "torch", "2.14.1", {
+        MODULE: FAKE_MODULE, "torch/share/cmake/Torch/TorchConfig.cmake": "# another module\n",
+        "torch/__init__.py": "raise ImportError('never imported')\n", "torch/lib/libtorch_cuda.so": b"\x7fELF"})
 
 
 def _files(folder: Path) -> list[str]:

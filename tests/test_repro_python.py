@@ -3,16 +3,15 @@ kb repro's own interpreter, with stand-ins for what it would ask of torch or the
 
 from __future__ import annotations
 
-import hashlib
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from kb.records import lint, reproduction
-from kb.repro import install, run
+from kb.repro import run
 
 from conftest import ROOT
+from fake_wheels import wheelhouse
 
 ENTRIES = ROOT / "kb" / "entries"
 MOE = "flashinfer-jit-gb10-moe-utils-major-version-filter"
@@ -56,24 +55,9 @@ def cells():
 
 
 def _wheelhouse(tmp_path: Path, monkeypatch, version: str) -> Path:
-    """A folder holding a small flashinfer-python wheel of `version` (FAKE as its file), and a lock
-    pinning it in place of kb/repro/tools.lock; the cache is the test's own. Nothing from the network."""
-    house = tmp_path / "wheels"
-    house.mkdir()
-    wheel = house / f"flashinfer_python-{version}-py3-none-any.whl"
-    info = f"flashinfer_python-{version}.dist-info"
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr("flashinfer/compilation_context.py", FAKE)
-        z.writestr("flashinfer/__init__.py", "raise ImportError('never imported')\n")
-        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: flashinfer-python\nVersion: {version}\n")
-        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-        z.writestr(f"{info}/RECORD", "")
-    lock = tmp_path / "tools.lock"
-    lock.write_text(f"flashinfer-python=={version} \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n",
-                    encoding="utf-8")
-    monkeypatch.setattr(install, "LOCK", lock)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return house
+    """A small flashinfer-python wheel of `version`, FAKE as its compilation_context.py."""
+    return wheelhouse(tmp_path, monkeypatch, "flashinfer-python", version, {
+        "flashinfer/compilation_context.py": FAKE, "flashinfer/__init__.py": "raise ImportError('never imported')\n"})
 
 
 @pytest.mark.slow
