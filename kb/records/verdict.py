@@ -436,15 +436,22 @@ def on_stack(cell: dict, facts: dict) -> tuple[str, str]:
       or unaffected package never makes a cell apply): nothing says the reader runs them;
     - is "when" if the record gives a trigger (a flag, a model kind), named in the reason.
     Only the tests call it: the site runs the JavaScript twin; this is the reference it is held to."""
-    verdict, why = decide(cell, facts, True, STACK)
-    if verdict != "applies":
-        return verdict, why
     given = facts.get("packages", {})
     active = list(dict.fromkeys(item["package"] for item in cell["components"] if item.get("role") not in PASSIVE))
     engines = [p for p in active if p in ENGINES]
+    verdict, why = decide(cell, facts, True, STACK)
     if engines and not any(p in given for p in engines):
-        return "when", WORDS["if_used"].format(engines=_or([ENGINES[p] for p in engines]), subject=STACK,
-                                               them="it" if len(engines) == 1 else "them")
+        # No engine of the cell in the stack: what decides is whether the reader uses one, not its version
+        # (a version range of SGLang must not turn a vLLM-only stack's answer into "version unknown").
+        if verdict == "unknown":
+            unranged = [item | {"affected": None, "seen_failing": None, "fixed_in": None}
+                        if item["package"] in engines else item for item in cell["components"]]
+            verdict = decide(cell | {"components": unranged}, facts, True, STACK)[0]
+        if verdict == "applies":
+            return "when", WORDS["if_used"].format(engines=_or([ENGINES[p] for p in engines]), subject=STACK,
+                                                   them="it" if len(engines) == 1 else "them")
+    if verdict != "applies":
+        return verdict, why
     packages = active or list(dict.fromkeys(item["package"] for item in cell["components"]))
     named = [p for p in packages if p in given]
     if not named:

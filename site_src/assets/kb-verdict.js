@@ -210,17 +210,28 @@
   // on_stack: an engine the stack does not run, or a trigger, makes "when"; a cell whose raising or
   // triggering packages the stack names none of stays unknown
   function stack(t, cell, facts) {
-    var w = t.words, decided = decide(t, cell, facts, true, w.stack);
-    if (decided[0] !== "applies") return decided;
-    var given = facts.packages || {};
+    var w = t.words, given = facts.packages || {};
     function has(p) { return Object.prototype.hasOwnProperty.call(given, p); }
     var active = unique(cell.components.filter(function (item) { return t.passive.indexOf(item.role) < 0; })
                         .map(function (item) { return item.package; }));
     var engines = active.filter(function (p) { return Object.prototype.hasOwnProperty.call(t.engines, p); });
+    var decided = decide(t, cell, facts, true, w.stack);
     if (engines.length && !engines.some(has)) {
-      return ["when", fill(w.if_used, { engines: or(engines.map(function (p) { return t.engines[p]; })), subject: w.stack,
-                                        them: engines.length === 1 ? "it" : "them" })];
+      // verdict.on_stack: no engine of the cell in the stack: whether the reader uses one decides, not its version
+      var verdict = decided[0];
+      if (verdict === "unknown") {
+        var unranged = cell.components.map(function (item) {
+          return engines.indexOf(item.package) < 0 ? item
+            : Object.assign({}, item, { affected: null, seen_failing: null, fixed_in: null });
+        });
+        verdict = decide(t, Object.assign({}, cell, { components: unranged }), facts, true, w.stack)[0];
+      }
+      if (verdict === "applies") {
+        return ["when", fill(w.if_used, { engines: or(engines.map(function (p) { return t.engines[p]; })), subject: w.stack,
+                                          them: engines.length === 1 ? "it" : "them" })];
+      }
     }
+    if (decided[0] !== "applies") return decided;
     var packages = active.length ? active : unique(cell.components.map(function (item) { return item.package; }));
     var named = packages.filter(has);
     if (!named.length) return ["unknown", fill(w.stack_unnamed, { subject: w.stack, packages: or(packages), why: decided[1] })];
