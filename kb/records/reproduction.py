@@ -252,6 +252,12 @@ class Reproduction(_Model):
 # --- lint ---------------------------------------------------------------------------------------
 
 
+def as_it_should(entry, fixed: bool, output: str) -> bool:
+    """Whether a run's output is what its kind of run must print: one of the entry's signatures, or
+    none of them for a run on a fixed release (`fixed`). KB090, `kb repro` and its --write ask this."""
+    return bool(shown(entry, output)) != fixed
+
+
 def shown(entry, output: str) -> list[int]:
     """The indices of the entry's signatures that a line of `output` shows, compared as `kb match`
     compares a log line: the normalised line searched with each signature's pattern."""
@@ -379,15 +385,13 @@ def problems(cell, pins: set[tuple[str, str]] | None = None) -> list[Problem]:
             report(at + ("printed", "tool_version"), f"the tool's version line must name the installed release "
                    f"{install.upstream()} (what `{repro.run.tool} --version` prints); record the run again with "
                    f"`kb repro --write {cell.id}`", "KB091", repro.printed.tool_version)
-        if repro.fixed and shown(cell.entry, repro.printed.output):
+        if not as_it_should(cell.entry, repro.fixed, repro.printed.output):
             report(at + ("printed", "output"), "a run on a fixed release (`fixed: true`) must print none of this "
                    "entry's signatures, and this output shows one (compared as kb match compares): the release "
-                   "is not fixed, or the run is not `fixed`", "KB090", repro.printed.output.strip().splitlines()[0])
-        elif not repro.fixed and not shown(cell.entry, repro.printed.output):
-            report(at + ("printed", "output"), "the recorded output shows none of this entry's signatures (each "
-                   "line compared as kb match compares it, after normalising): a reproduction must print the "
-                   "entry's literal; change the input or options, or the signature", "KB090",
-                   repro.printed.output.strip().splitlines()[0])
+                   "is not fixed, or the run is not `fixed`" if repro.fixed else "the recorded output shows none "
+                   "of this entry's signatures (each line compared as kb match compares it, after normalising): a "
+                   "reproduction must print the entry's literal; change the input or options, or the signature",
+                   "KB090", repro.printed.output.strip().splitlines()[0])
     return out
 
 

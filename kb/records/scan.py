@@ -173,8 +173,9 @@ def regressed(scan: Scan) -> tuple[list[str], list[str]] | None:
     if scan.found is None:
         return None
     ordered = sorted(scan.found.wheels, key=lambda w: version_key(w.version))
-    has = [w.version for w in ordered if code_for(w, scan.arch)]
-    lacks = [w.version for w in ordered if not code_for(w, scan.arch)]
+    runs = {w.version: bool(code_for(w, scan.arch)) for w in ordered}
+    has = [v for v, ok in runs.items() if ok]
+    lacks = [v for v, ok in runs.items() if not ok]
     return (has, lacks) if has and lacks and version_key(lacks[-1]) > version_key(has[0]) else None
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.records.reproduction import (DRIVEN, DRIVER_MODULES, INPUTS, TOOLS, VERSION_LINE, WHEEL_FILE_SUFFIX, Printed, Reproduction,
-                                     shown)
+                                     as_it_should)
 from kb.repro import debian, install
 
 TIMEOUT_S = 60.0
@@ -150,10 +150,9 @@ def differences(entry, recorded: Printed | None, new: Printed, fixed: bool = Fal
     """What a new run changes against the record, one line each (a unified diff for the output).
     A run on a fixed release differs as soon as it shows one of the entry's signatures."""
     out: list[str] = []
-    if fixed and shown(entry, new.output):
-        out.append("a fixed release prints one of the entry's signatures (compared as kb match compares)")
-    elif not fixed and not shown(entry, new.output):
-        out.append("prints none of the entry's signatures (compared as kb match compares)")
+    if not as_it_should(entry, fixed, new.output):
+        out.append(("a fixed release prints one of the entry's signatures" if fixed else
+                    "prints none of the entry's signatures") + " (compared as kb match compares)")
     if recorded is None:
         return out + ["no output recorded yet (kb repro --write records it)"]
     if new.output != recorded.output:

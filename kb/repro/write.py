@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from kb.records import load
 from kb.records.files import write_regular
-from kb.records.reproduction import Reproduction, shown
+from kb.records.reproduction import Reproduction, as_it_should
 
 _TOP_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\s*:")
 
@@ -158,13 +158,11 @@ def record(runs) -> list[str]:
         for ran in done:
             if ran.error or not ran.differences:
                 continue
-            if ran.repro.fixed and shown(cell.entry, ran.printed.output):
-                messages.append(f"kb repro: not written: {cell_id} reproductions[{ran.index}] is a run on a fixed "
-                                "release and printed one of the entry's signatures; check the release and the fix")
-                continue
-            if not ran.repro.fixed and not shown(cell.entry, ran.printed.output):
-                messages.append(f"kb repro: not written: {cell_id} reproductions[{ran.index}] printed none of the "
-                                "entry's signatures; change its input or options")
+            if not as_it_should(cell.entry, ran.repro.fixed, ran.printed.output):
+                messages.append(f"kb repro: not written: {cell_id} reproductions[{ran.index}] " + (
+                    "is a run on a fixed release and printed one of the entry's signatures; check the release and "
+                    "the fix" if ran.repro.fixed else "printed none of the entry's signatures; change its input or "
+                    "options"))
                 continue
             new[ran.index] = ran.repro.model_copy(update={"printed": ran.printed})
             changed.append(ran.index)
