@@ -121,6 +121,22 @@ def test_the_call_option_admits_only_calls_names_and_literals(tmp_path):
     assert done.returncode == 1 and "may not name __import__" in done.stderr
 
 
+
+@pytest.mark.parametrize("option, says", [
+    ("--returns=torch.cuda.device_count=1", "--returns item 'torch.cuda.device_count=1' must be NAME:LITERAL"),
+    ("--returns=torch.cuda.device_count:one", "--returns item 'torch.cuda.device_count:one' must be NAME:LITERAL"),
+    ("--object=layer.1x:2", "--object item 'layer.1x:2' must be NAME:LITERAL"),
+])
+def test_a_stand_in_that_is_not_name_and_literal_is_refused_by_name(tmp_path, option, says):
+    import subprocess
+    import sys
+
+    driver = reproduction.INPUTS / "python_call.py"
+    (tmp_path / "x.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(driver), "--module=x", "--call=f()", option,
+                           f"--kernel-file={tmp_path / 'x.py'}"], capture_output=True, text=True)
+    assert done.returncode == 1 and says in done.stderr and "such as" in done.stderr
+
 # A stand-in for a check in a method of a torch module class: the base (nn.Module) and a sibling
 # method whose annotation names torch's types cannot be defined without torch.
 LAYER = '''import torch

@@ -35,7 +35,6 @@ From 4.5 the `nvidia-cutlass-dsl` wheel is empty and the DSL is in `nvidia-cutla
 """
 
 import argparse
-import ast
 import inspect
 import os
 import re
@@ -71,17 +70,15 @@ def construct(op):
 def constructed(path, name, kwargs):
     """An instance of class `name` of the upstream file at `path`, lifted, built with `kwargs`
     ('head_dim:128,is_causal:True')."""
-    from lift import DEFINITIONS, lifted
+    from lift import DEFINITIONS, lifted, name_and_literal
 
     arguments = {}
     for item in filter(None, kwargs.split(",")):
-        key, sep, value = item.partition(":")
         try:
-            arguments[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            sep = ""
-        if not sep or not key.isidentifier():
-            sys.exit(f"cute_dsl_op.py: --kwargs item {item!r} must be NAME:LITERAL, such as head_dim:128")
+            key, value = name_and_literal(item, "kwargs", "head_dim:128")
+        except ValueError as exc:
+            sys.exit(f"cute_dsl_op.py: {exc}")
+        arguments[key] = value
     # Postponed annotations: a method's annotations name the package's own types, never imported here.
     module = lifted(path, [name], tempfile.mkdtemp(), "from __future__ import annotations", "lifted_op",
                     DEFINITIONS, keep_imports=True)
@@ -137,9 +134,9 @@ def compile_kernel(name):
 
 def described(exc):
     """The exception as a traceback's last lines show it, without escapes or the IR dump."""
-    kind = type(exc)
-    where = "" if kind.__module__ == "builtins" else kind.__module__ + "."
-    lines = [line.rstrip() for line in ESCAPE.sub("", f"{where}{kind.__qualname__}: {exc}").strip("\n").splitlines()]
+    from lift import exception_line
+
+    lines = [line.rstrip() for line in ESCAPE.sub("", exception_line(exc)).strip("\n").splitlines()]
     cut = next((i for i, line in enumerate(lines) if IR_DUMP.match(line)), None)
     if cut is not None:
         lines = lines[:cut] + [f"({len(lines) - cut - 1} lines of the failing operation's IR left out)"]

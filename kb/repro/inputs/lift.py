@@ -18,6 +18,27 @@ FUNCTIONS = (ast.FunctionDef,)
 DEFINITIONS = (ast.FunctionDef, ast.ClassDef, ast.Assign)
 
 
+def name_and_literal(text, option, example):
+    """'head_dim:128' -> ('head_dim', 128): one NAME:LITERAL item of a driver's option, NAME a dotted
+    name (torch.cuda.device_count). Raises ValueError naming the option, the item and an `example`
+    where `text` is not one."""
+    name, sep, value = text.partition(":")
+    if sep and all(part.isidentifier() for part in name.split(".")):
+        try:
+            return name, ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            pass
+    raise ValueError(f"--{option} item {text!r} must be NAME:LITERAL (a Python literal after the colon), "
+                     f"such as {example}")
+
+
+def exception_line(exc, own=()):
+    """The exception as a traceback's last line shows it: 'module.Kind: message', without the module
+    for a builtin one or one defined in the modules named in `own` (the lifted code)."""
+    kind = type(exc)
+    where = "" if kind.__module__ in ("builtins", *own) else kind.__module__ + "."
+    return f"{where}{kind.__qualname__}: {exc}"
+
 def _bound(node):
     """The names a top-level definition binds."""
     if isinstance(node, ast.Assign):

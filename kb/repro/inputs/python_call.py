@@ -42,7 +42,7 @@ import sys
 import tempfile
 import types
 
-from lift import DEFINITIONS, lifted
+from lift import DEFINITIONS, exception_line, lifted, name_and_literal
 
 # The nodes a --call may hold: calls on names and attributes with literal arguments.
 CALL_NODES = (ast.Expression, ast.Call, ast.Attribute, ast.Name, ast.Load, ast.keyword, ast.Constant, ast.List,
@@ -58,6 +58,13 @@ def pair(text, option):
     if not sep or not name:
         fail(f"--{option}={text!r} must be NAME:VALUE")
     return name, value
+
+
+def literal(text, option, example):
+    try:
+        return name_and_literal(text, option, example)
+    except ValueError as exc:
+        fail(str(exc))
 
 
 def release(text):
@@ -159,19 +166,13 @@ def main():
     sys.path[:] = [entry for entry in sys.path if entry not in wheel]
     for name, value in (pair(item, "env") for item in options.env):
         os.environ[name] = value
-    for name, value in (pair(item, "returns") for item in options.returns):
-        try:
-            stand_in(name, returning(ast.literal_eval(value)))
-        except (ValueError, SyntaxError):
-            fail(f"--returns={name}:{value}: {value!r} is not a Python literal")
+    for name, value in (literal(item, "returns", "torch.cuda.device_count:1") for item in options.returns):
+        stand_in(name, returning(value))
     for name, value in (pair(item, "at-least") for item in options.at_least):
         stand_in(name, at_least(release(value)))
     objects = {}
-    for name, value in (pair(item, "object") for item in options.object):
-        try:
-            put(objects, name, ast.literal_eval(value))
-        except (ValueError, SyntaxError):
-            fail(f"--object={name}:{value}: {value!r} is not a Python literal")
+    for name, value in (literal(item, "object", "layer.w13_weight.device:'cuda:0'") for item in options.object):
+        put(objects, name, value)
     call = parsed_call(options.call)
     alone = {method.partition(".")[0]: method for method in options.method}
     # The names the call reads, a --method's class standing for that method alone (lift.py lifts it so).
@@ -184,9 +185,7 @@ def main():
     try:
         value = eval(compile(call, "--call", "eval"), vars(module) | objects)
     except Exception as exc:  # what the lifted code raised, as a traceback's last line shows it
-        kind = type(exc)
-        where = "" if kind.__module__ in ("builtins", module.__name__) else kind.__module__ + "."
-        print(f"{where}{kind.__qualname__}: {exc}", flush=True)
+        print(exception_line(exc, own=(module.__name__,)), flush=True)
         return 1
     print(repr(value), flush=True)
     return 0
