@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT
 from kb.records import verdict
-from kb.triage import evidence, familyanswer, logfacts, request, rules, run
+from kb.triage import evidence, familyanswer, logfacts, match, request, rules, run
 
 NODE = Path(playwright.__file__).parent / "driver" / "node"
 ASSETS = ROOT / "site_src" / "assets"
@@ -89,6 +89,11 @@ def test_every_vector_file_agrees(twins):
                       [vector["first"], True, True],
                       [found[0] if found else None, set(vector["includes"]) <= set(found),
                        not set(vector["excludes"]) & set(found)]))
+    for vector, got in zip(VECTORS["match"]["score"], node["score"], strict=True):
+        python_score = match.signature_score(dict(vector["signatures"]),
+                                             {text: set(lines) for text, lines in vector["found"].items()})
+        pairs.append((f"score {vector['name']}", vector["score"], got))
+        pairs.append((f"score {vector['name']} (Python)", vector["score"], python_score))
     for vector, got in zip(VECTORS["request"]["vectors"], node["request"], strict=True):
         made = request.new_failure(vector["log"])
         pairs.append((f"request {vector['name']}", {"title": made.title, "text": made.text},

@@ -36,10 +36,15 @@
   // a signature whose every line a heavier one (the longer text among equals) also matched is not
   // counted (match.signature_score).
   function signatureScore(signatures, found) {
+    // Length and order by code point, as Python's len() and > see a str: UTF-16 would count a
+    // character beyond the BMP twice and order it below U+E000-U+FFFF.
+    function codePoints(text) { return Array.from(text, function (c) { return c.codePointAt(0); }); }
     function above(a, b) {  // a ranks above b: weight, then length, then text
       if (a[1] !== b[1]) { return a[1] > b[1]; }
-      if (a[0].length !== b[0].length) { return a[0].length > b[0].length; }
-      return a[0] > b[0];
+      var x = codePoints(a[0]), y = codePoints(b[0]);
+      if (x.length !== y.length) { return x.length > y.length; }
+      for (var i = 0; i < x.length; i++) { if (x[i] !== y[i]) { return x[i] > y[i]; } }
+      return false;
     }
     var total = 0;
     signatures.forEach(function (s) {
@@ -241,5 +246,6 @@
     return families.filter(function (f) { return f.lines.some(function (n) { return matched[n]; }); });
   }
 
-  window.kbMatch = { compile: compile, start: start, match: match, facts: facts, placed: placed };
+  window.kbMatch = { compile: compile, start: start, match: match, facts: facts, placed: placed,
+                    score: signatureScore };
 })();

@@ -22,6 +22,8 @@ const out = {
   match: vectors.match.vectors.map((v) => kbMatch.match(engine, joined(v)).map((h) => ({
     entry: h.entry, score: h.score, lines: h.lines, signature: h.signature, url: h.url,
     verdict: h.verdict, why: h.why, generic_only: !h.specific }))),
+  // An entry's score from its matched signatures alone (match.signature_score), on made-up ones.
+  score: vectors.match.score.map((v) => kbMatch.score(v.signatures, v.found)),
   // The family answer, as the triage page takes it (kb-triage.js): kbMatch.placed's, alone when no
   // entry matched, first when every entry matched only generic lines and nothing decides.
   families: vectors.match.vectors.map((v) => {
