@@ -84,7 +84,29 @@ def scaled_bmm(a, b, sa, sb, c, T: tl.constexpr, M: tl.constexpr, N: tl.constexp
     tl.store(c + t3 * M * N + m[None, :, None] * N + n[None, None, :], tl.dot_scaled(x, xs, "e4m3", y, ys, "e4m3"))
 
 
-OWN = {"add": add, "dot": dot, "max": row_max, "ws_dot": ws_dot, "scaled_bmm": scaled_bmm}
+@triton.jit
+def scaled_mixed(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # a mixed-precision scaled dot: an fp16 left operand times an mxfp4 right one (e2m1 packed two to
+    # a byte along K), each side with e8m0 scales of one (127) per 32 elements along K
+    m, n, k, kp = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 2)
+    x = tl.load(a + m[:, None] * K + k[None, :])
+    y = tl.load(b + kp[:, None] * N + n[None, :])
+    xs, ys = tl.full((M, K // 32), 127, tl.uint8), tl.full((N, K // 32), 127, tl.uint8)
+    tl.store(c + m[:, None] * N + n[None, :], tl.dot_scaled(x, xs, "fp16", y, ys, "e2m1"))
+
+
+@triton.jit
+def scaled_dot(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # a two-dimensional mxfp8 dot: e4m3 operands, e8m0 scales of one (127) per 32 elements along K
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    x = tl.load(a + m[:, None] * K + k[None, :])
+    y = tl.load(b + k[:, None] * N + n[None, :])
+    xs, ys = tl.full((M, K // 32), 127, tl.uint8), tl.full((N, K // 32), 127, tl.uint8)
+    tl.store(c + m[:, None] * N + n[None, :], tl.dot_scaled(x, xs, "e4m3", y, ys, "e4m3"))
+
+
+OWN = {"add": add, "dot": dot, "max": row_max, "ws_dot": ws_dot, "scaled_bmm": scaled_bmm,
+       "scaled_mixed": scaled_mixed, "scaled_dot": scaled_dot}
 
 
 # --- the stub driver ---------------------------------------------------------------------------
