@@ -343,5 +343,30 @@ def test_a_version_that_would_decide_asks_for_pip_list(live_site, page):
         hint = page.inner_text(".kb-triage__hint")
     assert {k: (h["verdict"], h["why"]) for k, h in got.items()} == \
         {k: (h["verdict"], h["why"]) for k, h in expected.items()}
-    assert hint == ("The log does not show the vllm version, which would decide this failure: add what `pip list` "
-                    "prints (run where it failed) to the log and match again.")
+    # vLLM's entry and the flash-attn build entry (the same generic line) each have a version range.
+    assert hint == ("The log does not show the flash-attn or vllm version, which would decide 2 of these failures: add "
+                    "what `pip list` prints (run where it failed) to the log and match again.")
+
+
+def test_the_gpus_a_matched_error_line_requires_are_not_the_logs(live_site, page):
+    """FlashInfer's "CUTLASS FMHA requires SM100a (B200/GB200) or SM110a" names the GPUs its kernel
+    needs: read alone it gives sm_100 and sm_110, but on the line its entry's signature matched they
+    are the code's, not the log's GPU (logfacts.without_own), so neither `kb match` nor the page says
+    the log comes from a GPU the index does not cover."""
+    import io
+
+    from kb.triage import logfacts, run
+
+    line = ("ValueError: CUTLASS FMHA requires SM100a (B200/GB200) or SM110a. SM12x (RTX 5090/DGX Spark) lacks "
+            "tcgen05 MMA required by this kernel. Use backend='fa2' instead.")
+    assert [g["compute_capability"] for g in logfacts.read([line]).as_json()["gpus"]] == ["10.0", "11.0"]
+    found = run.triage(ROOT / "kb" / "entries", io.BytesIO(line.encode()), request=False)
+    assert found.hits[0].entry == "flashinfer-cutlass-fmha-prefill-requires-sm100a-sm12x" and found.scope is None
+    with serve(live_site) as base:
+        page.goto(base + "triage/")
+        page.fill("#kb-triage-log", line)
+        page.click("#kb-triage-run")
+        page.wait_for_selector("#kb-triage[data-results]")
+        first = json.loads(page.get_attribute("#kb-triage", "data-results"))[0]["entry"]
+        scope_hidden = page.locator(".kb-triage__scope").is_hidden()
+    assert first == found.hits[0].entry and scope_hidden

@@ -224,8 +224,12 @@
     });
   }
 
-  // What the log says of its machine, as `finish` reads it (the page's scope and pip list notes).
-  function facts(e, text) { return kbLogFacts.read(e.logfacts, head(text, e.factsBytes)); }
+  // What the log says of its machine, as `finish` reads it (the page's scope and pip list notes):
+  // less, given `hits`, a GPU known only by a number inside a literal one of them matched.
+  function facts(e, text, hits) {
+    var read = kbLogFacts.read(e.logfacts, head(text, e.factsBytes));
+    return hits ? withoutOwn(read, hits) : read;
+  }
 
   // The family answer a log gets beside its hits (familyanswer.wanted and of_lines): none when
   // every GPU the log shows is outside sm_120/sm_121; all of `families` when no entry matched; the
@@ -233,7 +237,7 @@
   // and none that is not ruled out is proven (kbVerdict.proven: a decisive line, a version in its
   // range); else none.
   function placed(e, text, hits, families) {
-    var known = facts(e, text);
+    var known = facts(e, text, hits);
     if (kbVerdict.outOfScope(e.verdict, known.gpus)) return [];
     var generic = hits.every(function (h) {
       return !h.specific && (h.verdict === "ruled-out" ||

@@ -162,7 +162,7 @@
         "a family of failures" : families.length + " families of failures") + ", below." : "");
     fresh.hidden = hits.length > 0;
     // The log's GPU outside the index, and a version that would decide: what `kb match` notes too.
-    var facts = kbMatch.facts(engineNow, text);
+    var facts = kbMatch.facts(engineNow, text, hits);
     note(scope, kbVerdict.outOfScope(engineNow.verdict, facts.gpus));
     note(hint, kbVerdict.pipHint(engineNow.verdict, hits.map(function (h) { return [h.verdict, engineNow.cells[h.entry]]; }), facts));
     var request = hits.length ? { title: "", text: "" } : kbRequest.newCell(engineNow.request, text);
