@@ -405,7 +405,11 @@ class Evidence(Record):
 
 # What a decisive line must hold (KB084): an architecture named as tools and checks print it, or
 # the words of a program saying its build lacks the running GPU's architecture.
-_ARCH_NAMED = re.compile(r"(?i)\b(?:sm|compute)_?[0-9]{2,3}[a-z]?\b|\bSM ?[0-9]{2}\.[0-9x]\b|capability (?:sm_)?[0-9]{2,3}\b")
+# Also a capability a check states of the running GPU: "compute capability in your current machine is
+# 120", "Runtime compute cap 120", "your current GPU is 120", XLA's "CC 12.0", "on 12.0+ architectures".
+_ARCH_NAMED = re.compile(r"(?i)\b(?:sm|compute)_?[0-9]{2,3}[a-z]?\b|\bSM ?[0-9]{2}\.[0-9x]\b|capability (?:sm_)?[0-9]{2,3}\b"
+                         r"|\b(?:compute cap(?:ability)?|current gpu)\b[^.;,]{0,40}? (?:is )?[0-9]{2,3}\b"
+                         r"|\bCC [0-9]{1,2}\.[0-9]\b|\b[0-9]{2}\.[0-9]\+? architectures?\b")
 BUILD_LACKS = ("is not compatible with the current pytorch installation", "unsupported gpu architecture",
                "is not defined for option 'gpu-name'")
 
