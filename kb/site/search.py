@@ -161,8 +161,10 @@ def shard_of(word: str, shards: int) -> int:
 
 
 def words_of(text: str) -> list[str]:
-    """The words the search box compares: of the masked form (`comparable`), as kb-search.js splits it."""
-    return [w for w in re.split(r"[^a-z0-9]+", comparable(text)[1]) if w]
+    """The words the search box compares: of the masked form (`comparable`), as kb-search.js splits it:
+    runs of letters and digits, a letter beyond ASCII part of its word ("ünïcödé" is one word, not
+    the n, c and d a split on ASCII would leave to match every literal holding such a letter)."""
+    return [w for w in re.split(r"[\W_]+", comparable(text)[1]) if w]
 
 
 def literal_files(site) -> dict[str, str]:

@@ -82,8 +82,9 @@
 
   function weight(token) { return 1 + Math.min(token.length, 12); }
 
+  // Runs of letters and digits, a letter beyond ASCII part of its word (search.words_of).
   function tokens(masked) {
-    return masked.split(/[^a-z0-9]+/).filter(Boolean);
+    return masked.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
   }
 
   // The rules and the shard table (search/literals.json), fetched once; the shards of literal
@@ -133,8 +134,8 @@
   var PAGEFIND_WORDS = 4; // words of a query Pagefind searches for (each costs a chunk per index shard)
 
   function shardOf(word, shards) {
-    var h = 0x811c9dc5;
-    for (var i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 0x01000193) >>> 0;
+    var h = 0x811c9dc5, bytes = new TextEncoder().encode(word);  // of its UTF-8, as search.shard_of
+    for (var i = 0; i < bytes.length; i++) h = Math.imul(h ^ bytes[i], 0x01000193) >>> 0;
     return h % shards;
   }
 
