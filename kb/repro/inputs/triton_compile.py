@@ -105,8 +105,21 @@ def scaled_dot(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     tl.store(c + m[:, None] * N + n[None, :], tl.dot_scaled(x, xs, "e4m3", y, ys, "e4m3"))
 
 
+@triton.jit
+def scaled_nvfp4(a, b, sa, sb, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # a two-dimensional nvfp4 dot: e2m1 operands packed two to a byte along K, one e4m3 scale per 16
+    # elements along K (nvfp4's scale, where mxfp4 has e8m0 per 32), the scales loaded from memory
+    m, n, kp, s = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K // 2), tl.arange(0, K // 16)
+    x = tl.load(a + m[:, None] * (K // 2) + kp[None, :])
+    y = tl.load(b + kp[:, None] * N + n[None, :])
+    xs = tl.load(sa + m[:, None] * (K // 16) + s[None, :])
+    ys = tl.load(sb + n[:, None] * (K // 16) + s[None, :])
+    tl.store(c + m[:, None] * N + n[None, :], tl.dot_scaled(x, xs, "e2m1", y, ys, "e2m1"))
+
+
 OWN = {"add": add, "dot": dot, "max": row_max, "ws_dot": ws_dot, "scaled_bmm": scaled_bmm,
-       "scaled_mixed": scaled_mixed, "scaled_dot": scaled_dot}
+       "scaled_mixed": scaled_mixed, "scaled_dot": scaled_dot,
+       "scaled_nvfp4": scaled_nvfp4}
 
 
 # --- the stub driver ---------------------------------------------------------------------------
