@@ -376,3 +376,12 @@ def test_an_exact_literal_is_answered_without_loading_pagefind(live_site, page, 
         assert not [u for u in fetched if "/pagefind/" in u]
         assert url(site, cell.id) in search(page, "private workspace dozens decode")
         assert [u for u in fetched if u.endswith("/pagefind/pagefind.js")]
+
+
+def test_a_letter_beyond_ascii_stays_in_its_word():
+    """The search box's words (search.words_of, kb-search.js tokens) are runs of letters and digits of
+    any script: "ünïcödé" is one word, never the n, c and d between its accented letters."""
+    from kb.site.search import words_of
+
+    assert words_of("zzqx wibble: frobnicate & ünïcödé") == ["zzqx", "wibble", "frobnicate", "ünïcödé"]
+    assert words_of("CUDA error: no kernel image") == ["cuda", "error", "no", "kernel", "image"]
