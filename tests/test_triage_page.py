@@ -11,6 +11,7 @@ checked against the "Do now" row of every cell page's card."""
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 import subprocess
@@ -343,9 +344,12 @@ def test_a_version_that_would_decide_asks_for_pip_list(live_site, page):
         hint = page.inner_text(".kb-triage__hint")
     assert {k: (h["verdict"], h["why"]) for k, h in got.items()} == \
         {k: (h["verdict"], h["why"]) for k, h in expected.items()}
-    # vLLM's entry and the flash-attn build entry (the same generic line) each have a version range.
-    assert hint == ("The log does not show the flash-attn or vllm version, which would decide 2 of these failures: add "
-                    "what `pip list` prints (run where it failed) to the log and match again.")
+    # vLLM's entry and the source-build entries that share the generic line each have a version range:
+    # the page names the same packages as `kb match` (verdict.undecided_versions).
+    from kb.triage import run
+
+    said = run.triage(ROOT / "kb" / "entries", io.BytesIO(log.encode()), request=False).pip_hint
+    assert "vllm" in said and hint == said[0].upper() + said[1:] + "."
 
 
 def test_the_gpus_a_matched_error_line_requires_are_not_the_logs(live_site, page):

@@ -110,6 +110,7 @@ def test_a_disambiguation_page_compares_each_pair_once_and_ends_each_choice_in_i
 def test_the_decision_list_puts_a_printed_line_before_an_architecture_and_leaves_the_rest_last(site):
     cells = site.owners["RuntimeError: CUDA error: no kernel image is available for execution on the device"]
     order = decide.choices(cells, site.owners)
-    assert [c.kind for c in order] == ["line", "architecture", "package"]
+    kinds = [c.kind for c in order]  # one package choice per cell a version decides, however many share it
+    assert kinds[:2] == ["line", "architecture"] and kinds[2:] and set(kinds[2:]) == {"package"}
     assert order[0].cell.id == "torch-sm120-not-compatible-pytorch-install"
     assert order[1].value.startswith("sm_121")

@@ -37,19 +37,20 @@
   // counted (match.signature_score).
   function signatureScore(signatures, found) {
     // Length and order by code point, as Python's len() and > see a str: UTF-16 would count a
-    // character beyond the BMP twice and order it below U+E000-U+FFFF.
-    function codePoints(text) { return Array.from(text, function (c) { return c.codePointAt(0); }); }
-    function above(a, b) {  // a ranks above b: weight, then length, then text
+    // character beyond the BMP twice and order it below U+E000-U+FFFF. Each text's code points are
+    // taken once: the comparisons below are as many as pairs of signatures.
+    var points = signatures.map(function (s) { return Array.from(s[0], function (c) { return c.codePointAt(0); }); });
+    function above(i, j) {  // signature i ranks above j: weight, then length, then text
+      var a = signatures[i], b = signatures[j], x = points[i], y = points[j];
       if (a[1] !== b[1]) { return a[1] > b[1]; }
-      var x = codePoints(a[0]), y = codePoints(b[0]);
       if (x.length !== y.length) { return x.length > y.length; }
-      for (var i = 0; i < x.length; i++) { if (x[i] !== y[i]) { return x[i] > y[i]; } }
+      for (var k = 0; k < x.length; k++) { if (x[k] !== y[k]) { return x[k] > y[k]; } }
       return false;
     }
     var total = 0;
-    signatures.forEach(function (s) {
-      var covered = signatures.some(function (o) {
-        return o[0] !== s[0] && above(o, s) && found[s[0]].every(function (n) { return found[o[0]].indexOf(n) !== -1; });
+    signatures.forEach(function (s, i) {
+      var covered = signatures.some(function (o, j) {
+        return o[0] !== s[0] && above(j, i) && found[s[0]].every(function (n) { return found[o[0]].indexOf(n) !== -1; });
       });
       if (!covered) { total += s[1]; }
     });
