@@ -67,7 +67,7 @@ def test_a_number_in_the_entrys_own_literal_is_not_the_gpu():
 
     def verdicts(log: str) -> dict[str, str]:
         data = log.encode()
-        hits = match.decide(matcher.scan(io.BytesIO(data)), rules.scopes(rule_list), match.read_facts(io.BytesIO(data)))
+        hits, _ = match.decide(matcher.scan(io.BytesIO(data)), rules.scopes(rule_list), match.read_facts(io.BytesIO(data)))
         return {hit.entry: hit.verdict for hit in hits}
 
     entry = "flashinfer-jit-sm12x-arch-dropped-cuda-below-12-9"

@@ -329,16 +329,17 @@ def read_facts(stream: BinaryIO) -> dict:
     return logfacts.read_bytes(data).as_json()
 
 
-def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> list[Hit]:
-    """Each hit's verdict and reason (kb.records.verdict.decide) from the facts of the log; best
+def decide(hits: list[Hit], scopes: dict[str, dict], facts: dict) -> tuple[list[Hit], dict]:
+    """Each hit's verdict and reason (kb.records.verdict.decide) from the facts of the log, best
     first by kb.records.verdict.rank_key, a tie broken by what the log shows of their packages
-    (verdict.tie) before the id. A number inside a matched signature's own literal is not the log's
-    GPU (logfacts.without_own)."""
+    (verdict.tie) before the id; and the facts they were judged by, which the notes beside them
+    read too. A number inside a matched signature's own literal (a kernel's "requires SM100a") is
+    what the code names, not the log's GPU (logfacts.without_own)."""
     facts = logfacts.without_own(facts, set().union(*(hit.own for hit in hits)))
     for hit in hits:
         hit.verdict, hit.why = verdict.decide(scopes[hit.entry], facts, hit.specific, matched=list(hit.signatures))
     return sorted(hits, key=lambda h: verdict.rank_key(
-        h.verdict, h.specific, h.score, h.entry, tied=verdict.tie(scopes[h.entry], facts)))
+        h.verdict, h.specific, h.score, h.entry, tied=verdict.tie(scopes[h.entry], facts))), facts
 
 
 def _region(lower: bytearray, line_start: int, line_end: int) -> tuple[int, int] | None:

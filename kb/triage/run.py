@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 from kb.records import verdict
 from kb.records.problems import Problem
-from kb.triage import evidence, familyanswer, logfacts, match
+from kb.triage import evidence, familyanswer, match
 from kb.triage.rules import load_rules, scopes
 from kb.triage.request import Issue, from_stream
 
@@ -54,10 +54,7 @@ def triage(entries: Path, log: BinaryIO, request: bool = True) -> Triage:
     facts = match.read_facts(log)
     cells = scopes(rules)
     if hits:
-        hits = match.decide(hits, cells, facts)
-        # A GPU known only by a number inside a literal a hit matched is what the code names (a
-        # kernel's "requires SM100a"), not the log's GPU: not for the notes either (match.decide).
-        facts = logfacts.without_own(facts, set().union(*(hit.own for hit in hits)))
+        hits, facts = match.decide(hits, cells, facts)  # facts less the matched literals' own GPUs
     new, families = None, []
     if familyanswer.wanted(hits, cells, facts):
         log.seek(0)
