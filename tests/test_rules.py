@@ -724,3 +724,20 @@ def test_kb082_refuses_the_research_trails_words(tmp_path):
     assert "says 'Tag check'" in said[1] and "release tags" in said[1]
     assert "says 'snapshot'" in said[2] and "'the repository'" in said[2]
     assert "'too large to download here'" in said[3]
+
+
+PTXAS_REFUSAL = ("signatures: [{text: \"ptxas /tmp/x.ptx, line 9; error   : Instruction 'tensormap.replace' not "
+                 "supported on .target 'sm_120'\", kind: log-line, decisive: true}]\n")
+
+
+@pytest.mark.parametrize("components, found", [
+    # ptxas refuses the PTX; the project that emitted it decides by its version: not decisive
+    ("[{package: cuda, role: raises, note: 'Any ptxas.'}, {package: lmdeploy, role: triggers, affected: '<0.13.0'}]",
+     [("KB084", "signatures[0].decisive")]),
+    # the toolkit's own range decides (nvcc older than 12.8): decisive
+    ("[{package: cuda, role: raises, affected: '<12.8'}, {package: llama.cpp, role: triggers, note: 'Any.'}]", []),
+    ("[{package: cuda, role: raises, note: 'Any ptxas.'}]", []),  # no range anywhere: nothing for versions to decide
+])
+def test_kb084_decisive_only_where_what_prints_it_carries_the_range(tmp_path, components, found):
+    _cell(tmp_path, "a", PTXAS_REFUSAL + f"components: {components}\n")
+    assert [(code, loc) for _, code, _, loc in _found(tmp_path, "KB084")] == found

@@ -102,6 +102,33 @@ def _cross_checks(cells: list[Cell], ids: set[str], cache=None) -> list[Problem]
         problems.extend(_cause_line(cell))
         problems.extend(_workaround_costs(cell))
         problems.extend(_range_or_reason(cell))
+        problems.extend(_decisive_without_its_range(cell))
+    return problems
+
+
+def _decisive_without_its_range(cell: Cell) -> list[Problem]:
+    """KB084, across fields: a decisive line makes a log "applies" whatever versions it shows, which
+    is right only when the versions that decide are those of what prints it. Where the component
+    that raises carries no range and one that triggers it does (ptxas refusing the PTX of a project
+    fixed in a later release), the line proves the tool's refusal, not the project's version: any
+    other project's build, or this one's fixed release, prints it too."""
+    def ranged(component) -> bool:
+        return bool(component.affected or component.seen_failing)
+
+    raising = [c for c in cell.entry.components if c.role == "raises"]
+    others = sorted(c.package for c in cell.entry.components if c.role != "raises" and ranged(c))
+    if any(ranged(c) for c in raising) or not others:
+        return []
+    problems = []
+    for i, signature in enumerate(cell.entry.signatures):
+        if signature.decisive:
+            loc = ("signatures", i, "decisive")
+            printer = ", ".join(sorted(c.package for c in raising)) or "the component that raises"
+            problems.append(Problem(
+                cell.path, cell.line_of(loc), dotted(loc),
+                f"this line is printed by {printer}, which gives no range, while the versions that decide "
+                f"are {', '.join(others)}'s, which the line does not name: a log from another project or a "
+                "fixed release would read 'applies'; drop decisive", "KB084", signature.text))
     return problems
 
 
