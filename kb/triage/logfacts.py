@@ -84,6 +84,10 @@ RULES: list[tuple[str, str, str, str]] = [
     ("vllm api server", "package:vllm", r"\bvllm api server version " + VERSION, "vLLM API server version 0.11.0"),
     ("vllm engine", "package:vllm", r"\bllm engine \(v" + VERSION, "Initializing a V1 LLM engine (v0.11.0) with config"),
     ("pytorch version", "package:torch", r"\bpytorch version *: *" + VERSION, "PyTorch version: 2.9.0+cu128"),
+    # Without the colon (an application's banner) only a whole x.y.z is a version: "PyTorch version
+    # 2.7 or later" is a requirement, not the log's torch.
+    ("pytorch version bare", "package:torch", r"\bpytorch version +([0-9]+\.[0-9]+\.[0-9]+(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*"
+     r"(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z.])", "PyTorch version 1.10.0+cu113"),
     ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel|nvidia-nccl-cu1[0-9]|nccl)(?:==| +version *(?:: *)?| +v?)" + VERSION,
      "torch 2.9.0+cu128"),
     # What `print(torch.__version__, torch.version.cuda, torch.cuda.is_available())` prints: a line
