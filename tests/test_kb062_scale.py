@@ -59,9 +59,9 @@ def _cross_check_seconds(folder) -> float:
     ids = {c.id for c in cells}
     best = float("inf")
     for _ in range(3):
-        started = time.perf_counter()
+        started = time.process_time()  # CPU time: a busy machine's waits are not the check's growth
         crosscheck._cross_checks(cells, ids)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.process_time() - started)
     return best
 
 
