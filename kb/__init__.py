@@ -24,6 +24,14 @@ def is_checkout(folder: Path) -> bool:
     return isinstance(project, dict) and project.get("name") == DISTRIBUTION
 
 
+def checkout_of(entries: Path) -> Path | None:
+    """The checkout of this project whose `kb/entries/` the folder `entries` is, or None for any other
+    folder: its locks (kb/ids.lock, kb/urls.lock) are the ones that number and publish its entries."""
+    folder = Path(entries).resolve()
+    root = folder.parent.parent
+    return root if folder == root / ENTRIES and is_checkout(root) else None
+
+
 def default_entries() -> Path:
     """The entries a command reads when none are named: the index that comes with this code
     (`make setup` installs the checkout editable; the wheel carries its own), so `kb match` and

@@ -167,3 +167,43 @@ def test_the_live_lock_keeps_every_published_id():
     published = ids.history(ids.OWN_LOCK)
     assert published is not None and not published.cut and len(published) >= 71
     assert ids.permanence_problems(ids.OWN_LOCK, ids.read(ids.OWN_LOCK)[0], {}, published, set()) == []
+
+
+def _other_checkout(tmp_path):
+    """A second checkout of this project (as a developer's branch worktree is): its pyproject names the
+    distribution, its kb/entries holds two entries, and its lock gives only the later-published one an
+    id, 0001, which numbering from scratch would give the earlier one."""
+    import shutil
+
+    root = tmp_path / "checkout"
+    (root / "kb" / "entries").mkdir(parents=True)
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    good = (ROOT / "tests" / "fixtures" / "good" / "mla-decode-fp8-kv-triton-shared-memory.yaml").read_text(encoding="utf-8")
+    (root / "kb" / "entries" / "locked-later.yaml").write_text(good, encoding="utf-8")
+    (root / "kb" / "entries" / "unlocked-earlier.yaml").write_text(
+        good.replace("published: 2026-12-02", "published: 2026-11-01"), encoding="utf-8")
+    (root / "kb" / "ids.lock").write_text("BWKB-2026-0001 locked-later\n", encoding="utf-8")
+    return root
+
+
+def test_another_checkouts_entries_are_numbered_by_that_checkouts_lock(tmp_path):
+    from kb import checkout_of
+    from kb.records import lint
+
+    root = _other_checkout(tmp_path)
+    entries = root / "kb" / "entries"
+    assert checkout_of(entries) == root.resolve() and ids.lock_for(entries) == root.resolve() / "kb" / "ids.lock"
+    cells = lint.check([entries]).cells
+    assert ids.for_entries(entries, cells) == {"locked-later": "BWKB-2026-0001", "unlocked-earlier": "BWKB-2026-0002"}
+    # Not a checkout (no pyproject naming this project): numbered on its own, as before.
+    (root / "pyproject.toml").write_text('[project]\nname = "something-else"\n', encoding="utf-8")
+    assert checkout_of(entries) is None and ids.lock_for(entries) is None
+
+
+def test_kb_check_in_another_checkout_names_its_entry_without_an_id(tmp_path, monkeypatch, capsys):
+    root = _other_checkout(tmp_path)
+    monkeypatch.chdir(root)
+    assert cli.main(["check", "kb/entries"]) == 1
+    out = capsys.readouterr().out
+    assert "kb/entries/unlocked-earlier.yaml:1: (file name): this cell has no citable id" in out and "[KB078]" in out
+    assert "locked-later.yaml:1: (file name)" not in out  # its own lock gives it an id

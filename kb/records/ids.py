@@ -253,9 +253,17 @@ OWN_LOCK = Path(__file__).resolve().parents[1] / "ids.lock"
 
 
 def lock_for(entries: Path) -> Path | None:
-    """The id lock of an entries folder: the repository's kb/ids.lock for its own kb/entries/, none
-    for another folder (its cells get the numbers `assign` gives them)."""
-    return OWN_LOCK if entries.resolve() == OWN_LOCK.with_name("entries") else None
+    """The id lock of an entries folder: the repository's kb/ids.lock for its own kb/entries/, the
+    kb/ids.lock of another checkout of this project for that checkout's kb/entries/ (a developer's kb
+    run there: kb.default_entries), none for any other folder (its cells get the numbers `assign`
+    gives them). Without the checkout's own lock, its entries would be shown with the numbers of
+    others: the first unlocked entry of a branch took an id the lock gives another entry."""
+    from kb import checkout_of
+
+    if entries.resolve() == OWN_LOCK.with_name("entries"):
+        return OWN_LOCK
+    root = checkout_of(entries)
+    return root / "kb" / "ids.lock" if root is not None else None
 
 
 def for_entries(entries: Path, cells=None) -> dict[str, str]:
