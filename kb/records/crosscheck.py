@@ -18,7 +18,7 @@ import ahocorasick_rs
 from packaging.version import Version
 
 from kb.cache import fingerprint
-from kb.records import confusables, facets, patterns, reproduction, scan
+from kb.records import confusables, facets, patterns, reproduction, scan, verdict
 from kb.records.load import dotted
 from kb.records.normalise import normalise
 from kb.records.problems import Problem
@@ -112,12 +112,10 @@ def _decisive_without_its_range(cell: Cell) -> list[Problem]:
     that raises carries no range and one that triggers it does (ptxas refusing the PTX of a project
     fixed in a later release), the line proves the tool's refusal, not the project's version: any
     other project's build, or this one's fixed release, prints it too."""
-    def ranged(component) -> bool:
-        return bool(component.affected or component.seen_failing)
-
+    deciding = verdict.ranged(cell.entry)  # the components whose versions the verdict reads
     raising = [c for c in cell.entry.components if c.role == "raises"]
-    others = sorted(c.package for c in cell.entry.components if c.role != "raises" and ranged(c))
-    if any(ranged(c) for c in raising) or not others:
+    others = sorted(c.package for c in deciding if c.role != "raises")
+    if any(c.role == "raises" for c in deciding) or not others:
         return []
     problems = []
     for i, signature in enumerate(cell.entry.signatures):
