@@ -30,6 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kb import checkout_of
 from kb.records.problems import Problem
 
 PREFIX = "BWKB"
@@ -258,8 +259,6 @@ def lock_for(entries: Path) -> Path | None:
     run there: kb.default_entries), none for any other folder (its cells get the numbers `assign`
     gives them). Without the checkout's own lock, its entries would be shown with the numbers of
     others: the first unlocked entry of a branch took an id the lock gives another entry."""
-    from kb import checkout_of
-
     if entries.resolve() == OWN_LOCK.with_name("entries"):
         return OWN_LOCK
     root = checkout_of(entries)

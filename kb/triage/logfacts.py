@@ -41,7 +41,9 @@ from functools import lru_cache
 from kb.records.gpus import MODELS, model_capability  # noqa: F401 (the triage stage's names)
 from kb.records.verdict import architecture_table, capability_arch, digits_capability
 
-VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z])"
+# What follows a version's numbers: pre-, post- and dev-release parts, then a local label (+cu128).
+SUFFIX = r"(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*(?:\+[a-z0-9.]+)?"
+VERSION = r"([0-9]+\.[0-9]+(?:\.[0-9]+)*" + SUFFIX + r")(?=$|[^0-9a-z])"
 
 # Before and after a GPU named in prose (the `gpu-bare` rules): not a letter, digit or a character of
 # a path, a file name, a port or an identifier, and after it no "." that goes on with a word character.
@@ -86,8 +88,7 @@ RULES: list[tuple[str, str, str, str]] = [
     ("pytorch version", "package:torch", r"\bpytorch version *: *" + VERSION, "PyTorch version: 2.9.0+cu128"),
     # Without the colon (an application's banner) only a whole x.y.z is a version: "PyTorch version
     # 2.7 or later" is a requirement, not the log's torch.
-    ("pytorch version bare", "package:torch", r"\bpytorch version +([0-9]+\.[0-9]+\.[0-9]+(?:(?:a|b|rc|\.?post|\.?dev)[0-9]+)*"
-     r"(?:\+[a-z0-9.]+)?)(?=$|[^0-9a-z.])", "PyTorch version 1.10.0+cu113"),
+    ("pytorch version bare", "package:torch", r"\bpytorch version +([0-9]+\.[0-9]+\.[0-9]+" + SUFFIX + r")(?=$|[^0-9a-z.])", "PyTorch version 1.10.0+cu113"),
     ("package version", "package", r"(?:^|[^a-z0-9_.-])(vllm|sglang|flashinfer-python|flashinfer|torch|pytorch-triton|triton|sgl[-_]kernel|nvidia-nccl-cu1[0-9]|nccl)(?:==| +version *(?:: *)?| +v?)" + VERSION,
      "torch 2.9.0+cu128"),
     # What `print(torch.__version__, torch.version.cuda, torch.cuda.is_available())` prints: a line
